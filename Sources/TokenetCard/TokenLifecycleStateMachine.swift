@@ -45,7 +45,7 @@ public struct TokenLifecycleStateMachine: Sendable, Equatable {
         public var message: String {
             switch (event, state) {
             case (_, .deactivated):
-                return "cannot \(event) a token that is DEACTIVATED; a deleted token cannot change state"
+                return "cannot \(event) a token that is DEACTIVATED; a deactivated token never changes state again"
             case (.resume, .active):
                 return "cannot resume a token that is ACTIVE; only a SUSPENDED token can be resumed"
             case (.activate, .suspended):

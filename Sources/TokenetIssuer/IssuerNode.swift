@@ -38,7 +38,9 @@ public enum IssuerNode {
         if context.options.peers[.tsp] == nil {
             logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push cards")
         } else if (try? party.store.profile()) == nil {
-            logger.warning("the issuer has no profile (start it once with --fixtures FILE); not registering")
+            logger.warning(
+                "the issuer has no profile (start it once with --fixtures FILE); not registering, nor subscribing to "
+                    + "the TSP's notifications")
         } else {
             registering = true
             context.runInBackground { await party.tsp.registerUntilDone(logger: logger) }
@@ -59,20 +61,20 @@ public enum IssuerNode {
             context.runInBackground { await link.run() }
         }
         // The TSP's notifications: its stand-in advice for the decisions, the rest processed by the issuer app
-        // (processNotification, then the app's action).
-        // Each time the stream opens, the issuer's tokens are checked with the TSP (IssuerTokenSync).
-        // Once registered: a node the TSP refused (another node holds its issuer id) must not take the messages of
-        // its node id's queue from the issuer they are for.
-        let link = party.tsp
-        var registered: (@Sendable () async -> Void)?
-        if registering { registered = { @Sendable in await link.waitUntilRegistered() } }
-        let subscriber = try context.subscribeToNotifications(
-            handler: IssuerNodeNotifications(
-                app: appNotifications, decisions: party.decisions, cardCare: party.cardCare, logger: logger,
-                opened: party.tokenSync.signal),
-            beforeSubscribing: registered)
-        if subscriber != nil {
-            context.runInBackground { await party.tokenSync.run() }
+        // (processNotification, then the app's action). Each time the stream opens, the issuer's tokens are checked
+        // with the TSP (IssuerTokenSync). Only once registered in this run: a node the TSP refused (another node
+        // holds its issuer id), or one with no issuer to register, must not take the messages of its node id's queue
+        // from the issuer they are for.
+        if registering {
+            let link = party.tsp
+            let subscriber = try context.subscribeToNotifications(
+                handler: IssuerNodeNotifications(
+                    app: appNotifications, decisions: party.decisions, cardCare: party.cardCare, logger: logger,
+                    opened: party.tokenSync.signal),
+                beforeSubscribing: { @Sendable in await link.waitUntilRegistered() })
+            if subscriber != nil {
+                context.runInBackground { await party.tokenSync.run() }
+            }
         }
         var router = RPCRouter()
         IssuerAppService(view: appView).register(on: &router)

@@ -40,8 +40,8 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
             "Your code to activate the card ending \(card.pan.last4) in your wallet is \(request.code). "
             + "It expires in \(Self.timeLeft(until: request.expiresAtMs, from: sentAt)). Never share it."
         // A call the TSP gave up on (its deadline passed, or the link was cut and the call cancelled) sends nothing:
-        // the TSP forgets a code it could not deliver, so the cardholder would get a code that can only be refused,
-        // and lose a try to it. Nothing between here and the outbox suspends, so the answer cannot change after it.
+        // the code would reach the cardholder after the wallet was told it may not. Nothing between here and the
+        // outbox suspends, so the answer cannot change after it.
         guard !Task.isCancelled else {
             throw RPCError(.cancelled, "the TSP gave up on this code before the issuer sent it; nothing was sent")
         }

@@ -52,7 +52,7 @@ struct IssuerTokenSync: Sendable {
                     logger.debug("the issuer's tokens are checked with the TSP once it has registered", [:])
                     return .retry
                 }
-                if rpc?.code == .unimplemented {
+                if rpc?.cause is OlderTSP {
                     logger.warning("the issuer's tokens could not be checked with the TSP", ["error": message])
                     return .waitForNextStream
                 }
@@ -140,7 +140,25 @@ struct IssuerTokenSync: Sendable {
             let reason =
                 error.code == .deadlineExceeded && timeout < callWait
                 ? "the TSP did not answer within this call's deadline" : error.message
-            throw RPCError(error.code, "the TSP's GetIssuerTokens failed: \(reason)")
+            if error.code == .unimplemented {
+                throw RPCError(
+                    .failedPrecondition, "the TSP does not offer GetIssuerTokens (an older build): \(error.message)",
+                    cause: OlderTSP())
+            }
+            throw RPCError(Self.code(of: error), "the TSP's GetIssuerTokens failed: \(reason)")
+        }
+    }
+
+    /// The cause of a check the TSP cannot answer at all: it is not asked again until the stream opens again.
+    struct OlderTSP: Error {}
+
+    /// The status an operator gets for the TSP's failure: a deadline, a cancel and a refused precondition (not
+    /// registered) keep their codes; anything else the TSP answered (INVALID_ARGUMENT, PERMISSION_DENIED,
+    /// INTERNAL…) is no mistake of the operator's, and reads as the TSP being unavailable for this.
+    static func code(of error: RPCError) -> StatusCode {
+        switch error.code {
+        case .deadlineExceeded, .failedPrecondition, .cancelled: error.code
+        default: .unavailable
         }
     }
 

@@ -90,6 +90,12 @@ final class TSPLink: Sendable {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
         }
         guard currentKey == nil else { return }
+        do {
+            _ = try request()
+        } catch {
+            // No profile: the node does not register at all (IssuerNode), and waiting would not help.
+            throw RPCError(.failedPrecondition, "the issuer does not register with the TSP: \(error.message)")
+        }
         guard let failure = lastFailure.withLock({ $0 }) else {
             throw RPCError(
                 .failedPrecondition,

@@ -288,15 +288,21 @@ public final class RPCChannel: RPCCaller {
                 do {
                     try await withDeadline(deadline) { try await self.waitForAttempt() }
                 } catch let error as RPCError where error.code == .deadlineExceeded {
-                    throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
+                    throw RPCError(
+                        .deadlineExceeded, "the deadline passed while connecting",
+                        cause: NotConnected(reason: "the deadline passed while connecting"))
                 } catch is CancellationError {
-                    throw RPCError(.cancelled, "the call was cancelled while connecting")
+                    throw RPCError(
+                        .cancelled, "the call was cancelled while connecting",
+                        cause: NotConnected(reason: "cancelled while connecting"))
                 }
                 if let lasting = state.withLock({ $0.lastingError }) {
                     throw unavailable(lasting, attempts: 1)
                 }
                 if let deadline, ContinuousClock.now >= deadline {
-                    throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
+                    throw RPCError(
+                        .deadlineExceeded, "the deadline passed while connecting",
+                        cause: NotConnected(reason: "the deadline passed while connecting"))
                 }
             case .connect(let failures, let notBefore):
                 attemptsMade += 1
@@ -349,7 +355,9 @@ public final class RPCChannel: RPCCaller {
             // The caller gave up (its client cancelled it, or the node is stopping): the peer did not fail, and
             // trying again at once would spin, each cancelled sleep counting as one more failure.
             finishAttempt(outcome, countsAsFailure: false)
-            throw RPCError(.cancelled, "the call was cancelled while connecting")
+            throw RPCError(
+                .cancelled, "the call was cancelled while connecting",
+                cause: NotConnected(reason: "cancelled while connecting"))
         }
         finishAttempt(outcome, countsAsFailure: true)
         guard case .failure(let error) = outcome else { return }

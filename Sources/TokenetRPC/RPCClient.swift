@@ -160,7 +160,9 @@ public final class RPCClient: Sendable {
         // A caller that has given up already gets nothing sent for it: the server would start a handler only to
         // cancel it.
         if Task.isCancelled {
-            throw RPCError(.cancelled, "the calling task was cancelled before \(path) started")
+            throw RPCError(
+                .cancelled, "the calling task was cancelled before \(path) started",
+                cause: NotConnected(reason: "cancelled before the call started"))
         }
         if let expected = options.expectedPeer, peerIdentity != expected {
             let unexpected = UnexpectedPeer(expected: expected, actual: peerIdentity)
@@ -177,7 +179,9 @@ public final class RPCClient: Sendable {
             timeout = min(timeout ?? remaining, remaining)
         }
         if let timeout, timeout <= .zero {
-            throw RPCError(.deadlineExceeded, "the deadline passed before \(path) started")
+            throw RPCError(
+                .deadlineExceeded, "the deadline passed before \(path) started",
+                cause: NotConnected(reason: "the deadline passed before the call started"))
         }
         let (id, responses) = try connection.openCall(
             method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest, callerFlushes: callerFlushes,

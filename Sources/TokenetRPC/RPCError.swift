@@ -35,8 +35,8 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// Such a call is safe to send again on another connection, whatever it does (`RPCChannel` does so once).
     public var callWasNotProcessed: Bool { cause is CallNotProcessed }
 
-    /// Whether the call never left this side: its channel could not connect to the server (`NotConnected`). Such a
-    /// call did nothing there, whatever it asks.
+    /// Whether the call never left this side: its channel could not connect to the server, or it gave up (its
+    /// deadline, a cancel) before it was sent (`NotConnected`). Such a call did nothing there, whatever it asks.
     public var callWasNeverSent: Bool { cause is NotConnected }
 
     /// Whether this side's own connection ended the call (`ConnectionEnded`), rather than the peer's status: a node
@@ -71,8 +71,8 @@ public struct ConnectionEnded: Error, Sendable, CustomStringConvertible {
     public var description: String { "this side's connection to the peer ended" }
 }
 
-/// The cause of an UNAVAILABLE error for a call that was never sent: its channel could not connect to the server.
-/// `reason` is what the last attempt met.
+/// The cause of an error for a call that was never sent: its channel could not connect to the server (UNAVAILABLE),
+/// or the call gave up first (DEADLINE_EXCEEDED, CANCELLED). `reason` is what the last attempt met.
 public struct NotConnected: Error, Sendable, CustomStringConvertible {
     public let reason: String
 

@@ -46,7 +46,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                             code, method: method, token: token, expiresAtMs: expiresAtMs,
                             retry: "select the method again",
                             ifLost: "enter it if it arrives; if none does, ask for a resend")
-                        // Until this is recorded a restart withdraws the code (`withdrawUnconfirmedOTPCodes`).
+                        // Until this is recorded the code counts as under way (`keepUnconfirmedOTPCodes`).
                         try? tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
                     } catch let failure as DeliveryFailure {
                         settle(failure, code: code, previous: previous, token: token, log: log)

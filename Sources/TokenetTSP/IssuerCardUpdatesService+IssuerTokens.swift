@@ -31,9 +31,17 @@ extension IssuerCardUpdatesService {
             }
             let registered = try tsp.store.issuers()
             var advised = 0
-            let tokens = try named.map { token in
+            let tokens = named.map { token in
                 var listed = Self.listed(token)
-                listed.standInAdvice = try advice(of: token, registered: registered, log: log)
+                // One token whose advice cannot be read (its sealed card, say) leaves out that advice only: the
+                // issuer asks again at its next check, and learns of the others now.
+                do {
+                    listed.standInAdvice = try advice(of: token, registered: registered, log: log)
+                } catch {
+                    log.error(
+                        "the stand-in's decision on a token cannot be read to give it again",
+                        ["digital_card_id": token.digitalCardID, "error": String(describing: error)])
+                }
                 if listed.standInAdvice != nil { advised += 1 }
                 return listed
             }

@@ -156,11 +156,11 @@ struct OTPStateMachine: Sendable, Equatable {
         return .deliver(methodID: methodID, expiresAtMs: current.expiresAtMs)
     }
 
-    /// The cardholder submits a code (as its digest). An expired code uses no try. `earlier` is the code a resend
-    /// replaced while the resend's delivery is under way or uncertain (the issuer's answer was lost, so the new code
-    /// may never have reached the cardholder): it is right too until its own expiry, and a wrong code uses one of the
-    /// current code's tries.
-    mutating func submit(digest: [UInt8], nowMs: UInt64, earlier: Challenge? = nil) -> SubmitResult {
+    /// The cardholder submits a code (as its digest). An expired code uses no try. `earlier` are the codes resends
+    /// replaced when the resends' delivery is uncertain (the issuer's answer was lost, so the new code may never have
+    /// reached the cardholder): each is right too until its own expiry, and a wrong code uses one of the current
+    /// code's tries.
+    mutating func submit(digest: [UInt8], nowMs: UInt64, earlier: [Challenge] = []) -> SubmitResult {
         guard var current = challenge else { return .refused(.noCodeSent) }
         switch current.status {
         case .verified: return .refused(.alreadyVerified)
@@ -168,10 +168,9 @@ struct OTPStateMachine: Sendable, Equatable {
         case .pending: break
         }
         guard nowMs < current.expiresAtMs else { return .expiredCode }
-        let earlierMatches =
-            earlier.map {
-                $0.status == .pending && nowMs < $0.expiresAtMs && Self.constantTimeEqual(digest, $0.codeDigest)
-            } ?? false
+        let earlierMatches = earlier.contains {
+            $0.status == .pending && nowMs < $0.expiresAtMs && Self.constantTimeEqual(digest, $0.codeDigest)
+        }
         if Self.constantTimeEqual(digest, current.codeDigest) || earlierMatches {
             current.status = .verified
             challenge = current

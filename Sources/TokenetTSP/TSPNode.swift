@@ -83,11 +83,11 @@ public enum TSPNode {
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
-            let withdrawn = try store.withdrawUnconfirmedOTPCodes(nowMs: now().unixMilliseconds)
-            if withdrawn > 0 {
+            let kept = try store.keepUnconfirmedOTPCodes()
+            if kept > 0 {
                 logger.info(
-                    "one-time codes whose delivery the last stop interrupted were withdrawn; the codes before them "
-                        + "stand, and a first code is sent again at the next select", ["codes": "\(withdrawn)"])
+                    "one-time codes whose delivery the last run left without an outcome (it crashed) may have reached "
+                        + "their cardholders: each stays valid, with the code it replaced", ["codes": "\(kept)"])
             }
             broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,

@@ -78,45 +78,41 @@ extension TSPStore {
         }
     }
 
-    /// The issuer may have delivered `code`: its answer was lost (a deadline, a connection cut after the request went
-    /// out). The code stays valid, and so does the code it replaced, if any (`OTPStateMachine.submit`'s `earlier`),
-    /// since the cardholder holds one or the other; neither is withdrawn at a restart. Withdrawn as a failed delivery
-    /// is, a code the issuer had sent by SMS was refused as wrong, or as "no code was sent".
+    /// The issuer may have delivered `code`: its answer was lost (a deadline, a cancel, a connection cut after the
+    /// request went out). The code stays valid, and so do the codes it replaced that may be the cardholder's
+    /// (`markUncertain`), until a delivery the issuer confirms.
     func otpDeliveryUncertain(digitalCardID: String, code: String) throws {
         let digest = try OTPCode.digest(code, digitalCardID: digitalCardID, vault: vault)
-        _ = try database.execute(
-            "UPDATE otp_challenges SET delivering = 0 WHERE digital_card_id = ? AND code_digest = ?",
-            [digitalCardID, digest])
+        try database.transaction { tx in
+            guard
+                try tx.queryOne(
+                    "SELECT 1 FROM otp_challenges WHERE digital_card_id = ? AND code_digest = ? AND delivering = 1",
+                    [digitalCardID, digest]) != nil
+            else { return }
+            try markUncertain(tx, digitalCardID)
+        }
     }
 
-    /// The issuer delivered `code`: it is the one the cardholder holds, and no longer withdrawn at a restart.
+    /// The issuer delivered `code`: it is the one the cardholder holds, and no longer withdrawn at a restart; the
+    /// earlier codes whose delivery was uncertain are no longer taken.
     func otpDelivered(digitalCardID: String, code: String) throws {
         let digest = try OTPCode.digest(code, digitalCardID: digitalCardID, vault: vault)
         _ = try database.execute(
-            "UPDATE otp_challenges SET delivering = 0, replaced = NULL WHERE digital_card_id = ? AND code_digest = ?",
-            [digitalCardID, digest])
+            """
+            UPDATE otp_challenges SET delivering = 0, replaced = NULL, earlier = NULL
+            WHERE digital_card_id = ? AND code_digest = ?
+            """, [digitalCardID, digest])
     }
 
-    /// At start: the codes whose delivery a stop interrupted (the issuer was asked, and no answer was recorded) are
-    /// withdrawn as a failed delivery is, so that the code the cardholder held before stays valid with its tries,
-    /// the resend is not used up, and a first code is sent again at the next select. (Had the issuer delivered it
-    /// all the same, the cardholder is told it is wrong and asks for another.) Returns how many were withdrawn.
-    func withdrawUnconfirmedOTPCodes(nowMs: UInt64) throws -> Int {
+    /// At start: the codes whose delivery the last run left without an outcome (it crashed while the issuer was
+    /// asked) may have reached the cardholder, as a code whose answer was lost may: each stays valid, with the codes
+    /// it replaced (`markUncertain`). They used to be withdrawn, and the SMS the issuer had sent was refused as
+    /// wrong, or as "no code was sent". Returns how many there were.
+    func keepUnconfirmedOTPCodes() throws -> Int {
         try database.transaction { tx in
             let rows = try tx.query(
-                "SELECT digital_card_id, replaced FROM otp_challenges WHERE delivering = 1 ORDER BY digital_card_id")
-            for row in rows {
-                let digitalCardID = try row.text(0)
-                try forgetCodeSent(tx, digitalCardID: digitalCardID)
-                guard let replaced = try row.get(1, as: String?.self),
-                    let previous = try? JSONDecoder().decode(OTPStateMachine.Challenge.self, from: Data(replaced.utf8))
-                else {
-                    _ = try tx.execute("DELETE FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID])
-                    continue
-                }
-                try save(tx, digitalCardID, previous, nowMs: nowMs)
-                try clearDelivering(tx, digitalCardID)
-            }
+                "SELECT digital_card_id FROM otp_challenges WHERE delivering = 1 ORDER BY digital_card_id")
+            for row in rows { try markUncertain(tx, try row.text(0)) }
             return rows.count
         }
     }
@@ -164,7 +160,7 @@ extension TSPStore {
                 var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
                 let stored = machine.challenge?.codeDigest ?? []
                 let digest = OTPStateMachine.constantTimeEqual(stored, legacy) ? legacy : keyed
-                let earlier = try replacedChallenge(tx, digitalCardID)
+                let earlier = try earlierChallenges(tx, digitalCardID)
                 let result = machine.submit(digest: digest, nowMs: nowMs, earlier: earlier)
                 try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
                 if result == .success, let methodID = machine.challenge?.methodID {
@@ -279,15 +275,47 @@ extension TSPStore {
             status: OTPStateMachine.Status(rawValue: try row.text(5)) ?? .locked)
     }
 
-    /// The challenge the current code replaced, while its delivery is under way or uncertain (`markDelivering`,
-    /// `otpDeliveryUncertain`); nil once it was delivered or withdrawn.
-    private func replacedChallenge(_ tx: Transaction, _ digitalCardID: String) throws -> OTPStateMachine.Challenge? {
+    /// The codes a resend replaced whose delivery is uncertain (`markUncertain`), oldest first; none while a
+    /// delivery is under way: one that then fails for sure gives the replaced code back its tries, and wrong codes
+    /// tried against it meanwhile (counted on the new code's) would be free guesses.
+    private func earlierChallenges(_ tx: Transaction, _ digitalCardID: String) throws -> [OTPStateMachine.Challenge] {
         guard
-            let row = try tx.queryOne("SELECT replaced FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID]),
-            let replaced = try row.get(0, as: String?.self)
-        else { return nil }
-        return try? JSONDecoder().decode(OTPStateMachine.Challenge.self, from: Data(replaced.utf8))
+            let row = try tx.queryOne(
+                "SELECT earlier FROM otp_challenges WHERE digital_card_id = ? AND delivering = 0", [digitalCardID]),
+            let earlier = try row.get(0, as: String?.self)
+        else { return [] }
+        return (try? JSONDecoder().decode([OTPStateMachine.Challenge].self, from: Data(earlier.utf8))) ?? []
     }
+
+    /// The code being delivered may have reached the cardholder: it is no longer under way (nor withdrawn at a
+    /// restart), and the code it replaced, if still pending, joins the earlier codes that stay right (at most
+    /// `earlierKept`, the newest).
+    private func markUncertain(_ tx: Transaction, _ digitalCardID: String) throws {
+        var earlier =
+            try tx.queryOne(
+                "SELECT earlier, replaced FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID]
+            ).map { row -> [OTPStateMachine.Challenge] in
+                var codes =
+                    try row.get(0, as: String?.self).flatMap {
+                        try? JSONDecoder().decode([OTPStateMachine.Challenge].self, from: Data($0.utf8))
+                    } ?? []
+                if let replaced = try row.get(1, as: String?.self),
+                    let previous = try? JSONDecoder().decode(OTPStateMachine.Challenge.self, from: Data(replaced.utf8)),
+                    previous.status == .pending
+                {
+                    codes.append(previous)
+                }
+                return codes
+            } ?? []
+        earlier = Array(earlier.suffix(Self.earlierKept))
+        let encoded = earlier.isEmpty ? nil : String(decoding: try JSONEncoder().encode(earlier), as: UTF8.self)
+        _ = try tx.execute(
+            "UPDATE otp_challenges SET delivering = 0, replaced = NULL, earlier = ? WHERE digital_card_id = ?",
+            [encoded, digitalCardID])
+    }
+
+    /// The most earlier codes kept right: a token gets at most four codes, so three is every one before the newest.
+    static let earlierKept = 3
 
     /// The code just saved is on its way to the issuer; `replaced` is what it replaced (nil for a first code).
     private func markDelivering(

@@ -22,23 +22,48 @@ extension TSPStore {
 
     /// `deactivatedHint` for token `digitalCardID` in particular, from the event that deactivated it, read with
     /// `queryOne` (the database's, or a transaction's): a token replaced by a newer digitization of its card names
-    /// that token, which the wallet already holds and is the one to verify; told to add the card again, the
-    /// cardholder made a third.
+    /// the token that holds the card now, which the wallet already holds (to verify, or live already); told to add
+    /// the card again, the cardholder made a third. The replacements are followed to the last (at most 8).
     static func deactivatedHint(
         of digitalCardID: String, _ queryOne: (String, [any SQLValueConvertible]) throws -> Row?
     ) throws -> String {
-        guard
-            let row = try queryOne(
+        func deactivation(_ id: String) throws -> (actor: String, reason: String)? {
+            try queryOne(
                 """
                 SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ?
                 ORDER BY id DESC LIMIT 1
-                """, [digitalCardID, TokenLifecycleStateMachine.State.deactivated.rawValue])
-        else { return deactivatedHint }
-        let reason = try row.text(1)
-        if reason.hasPrefix(replacedReason) {
-            return " (\(reason)); verify that token instead"
+                """, [id, TokenLifecycleStateMachine.State.deactivated.rawValue]
+            ).map { (try $0.text(0), try $0.text(1)) }
         }
-        return " (by \(try row.text(0)): \(reason)); add the card again"
+        guard let first = try deactivation(digitalCardID) else { return deactivatedHint }
+        guard var next = replacingToken(in: first.reason) else {
+            // A step-up that expired says already that the card can be added again.
+            let again = first.reason.contains("added again") ? "" : "; add the card again"
+            return " (by \(first.actor): \(first.reason))\(again)"
+        }
+        for _ in 0..<8 {
+            guard let row = try queryOne("SELECT state FROM tokens WHERE digital_card_id = ?", [next]) else { break }
+            switch TokenLifecycleStateMachine.State(rawValue: try row.text(0)) ?? .deactivated {
+            case .inactive:
+                return " (\(first.reason)); verify token \"\(next)\" instead"
+            case .active, .suspended:
+                return " (\(first.reason)); the card is in the wallet already, as token \"\(next)\""
+            case .deactivated:
+                guard let later = try deactivation(next), let replacer = replacingToken(in: later.reason) else {
+                    return " (\(first.reason)), and that token is deactivated too; add the card again"
+                }
+                next = replacer
+            }
+        }
+        return " (\(first.reason)); add the card again"
+    }
+
+    /// The token named in a replaced token's reason (`replaceStepUps`); nil for any other reason.
+    static func replacingToken(in reason: String) -> String? {
+        guard reason.hasPrefix(replacedReason), let open = reason.range(of: "(token \""),
+            let close = reason.range(of: "\")", range: open.upperBound..<reason.endIndex)
+        else { return nil }
+        return String(reason[open.upperBound..<close.lowerBound])
     }
 
     /// How the event of a token replaced by a newer digitization of its card begins (`replaceStepUps`).

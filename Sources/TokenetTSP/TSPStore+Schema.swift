@@ -319,12 +319,19 @@ extension TSPStore {
         // A code whose delivery the issuer has not confirmed yet (`delivering`), with the challenge it replaced
         // (`replaced`, JSON; NULL for a first code): a TSP that stopped while the issuer delivered it kept the new
         // code in place of the one the cardholder held, used up a resend, and answered the next select that a code
-        // was out. At start such a code is withdrawn as a failed delivery is (`withdrawUnconfirmedOTPCodes`).
+        // was out. (At start such a code was withdrawn as a failed delivery is; since migration 23 it is kept as one
+        // whose answer was lost, `keepUnconfirmedOTPCodes`.)
         Migration(
             version: 22, name: "otp_unconfirmed_delivery",
             sql: """
                 ALTER TABLE otp_challenges ADD COLUMN delivering INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE otp_challenges ADD COLUMN replaced TEXT;
                 """),
+        // The codes a resend replaced while the outcome of its delivery is unknown (the issuer's answer was lost, or
+        // the TSP crashed meanwhile), JSON, oldest first: the cardholder may hold any of them, and each is right
+        // until its own expiry, until a delivery the issuer confirms (`otpDelivered`). Withdrawn as an undelivered
+        // code was, the SMS the issuer had sent was refused as wrong, or as "no code was sent".
+        Migration(
+            version: 23, name: "otp_earlier_codes", sql: "ALTER TABLE otp_challenges ADD COLUMN earlier TEXT;"),
     ]
 }

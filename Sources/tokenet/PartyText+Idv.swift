@@ -33,10 +33,10 @@ extension PartyText {
                 + "token's codes are spent, it names the other methods offered)."
         case .incorrectCodeRetriesExceeded:
             line +=
-                "\nNo more codes can be tried for this token, by any one-time-code method: verify the cardholder with "
-                + "another kind of method the issuer offered (tokenet wallet select-method \(address) \(card.cardRef) "
-                + "METHOD_ID, with the id of an app-to-app or call-centre method accept-terms listed), or delete the "
-                + "card and add it again."
+                "\nNo more codes can be tried for this token, by any one-time-code method: if the issuer offered "
+                + "another kind of method (app-to-app or call-centre, among those accept-terms listed), verify the "
+                + "cardholder with it (tokenet wallet select-method \(address) \(card.cardRef) METHOD_ID); otherwise "
+                + "delete the card and add it again."
         default: break
         }
         return line

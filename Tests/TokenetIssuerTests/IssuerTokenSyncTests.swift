@@ -244,7 +244,8 @@ import TokenetWire
     }
 
     func waitUntil(_ condition: () throws -> Bool) async throws {
-        for _ in 0..<400 {
+        // Up to a minute: on a loaded machine an in-memory call can take seconds.
+        for _ in 0..<3000 {
             if try condition() { return }
             try await Task.sleep(for: .milliseconds(10))
         }

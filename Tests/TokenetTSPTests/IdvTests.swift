@@ -357,7 +357,8 @@ import TokenetWire
     }
 
     /// Runs `call` until the fake issuer has sent its `count`th code (and holds its answer), then cancels it, as a
-    /// wallet that gives up does; the call fails, and the held answer is let go.
+    /// wallet that gives up does; the call fails, and once the TSP has logged the code's outcome (its own call to the
+    /// issuer cancelled in turn), the held answer is let go: let go first, it could reach the TSP as a delivery.
     static func giveUpOnceSent(
         _ tsp: TSPHarness, count: Int, _ call: @escaping @Sendable () async throws -> some Sendable
     ) async throws {
@@ -369,6 +370,9 @@ import TokenetWire
         task.cancel()
         let result = await task.result
         #expect(throws: (any Error).self) { try result.get() }
+        for _ in 0..<3000 where !tsp.logs.lines.contains(where: { $0.contains("one-time code may have been sent") }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         tsp.otp.releaseHeld()
     }
 

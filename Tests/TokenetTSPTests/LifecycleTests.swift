@@ -80,7 +80,7 @@ import TokenetWire
         }
         let deleted = try await wallet.changeTokenState(Self.change(id, .delete))
         for action in [TspV1.LifecycleAction.suspend, .resume] {
-            await expectRPCError(.failedPrecondition, "a deleted token cannot change state") {
+            await expectRPCError(.failedPrecondition, "a deactivated token never changes state again") {
                 try await wallet.changeTokenState(Self.change(id, action))
             }
         }

@@ -131,16 +131,19 @@ import Testing
         #expect(machine.submit(digest: Self.codeB, nowMs: 4) == .success)
     }
 
-    /// A resend whose delivery is uncertain keeps the code it replaced acceptable (`earlier`) until that one's own
+    /// A resend whose delivery is uncertain keeps the codes it replaced acceptable (`earlier`) until their own
     /// expiry; a wrong code uses the current code's tries, and an earlier code that expired or was not pending is
     /// wrong.
     @Test func anEarlierCodeIsRightUntilItsOwnExpiry() {
         var machine = Machine()
         _ = machine.select(methodID: "otp-sms", candidateDigest: Self.codeA, nowMs: 0)
-        let earlier = machine.challenge
+        let earlier = [machine.challenge].compactMap { $0 }
         _ = machine.resend(candidateDigest: Self.codeB, nowMs: 100)
-        var locked = earlier
-        locked?.status = .locked
+        let locked = earlier.map { code in
+            var code = code
+            code.status = .locked
+            return code
+        }
         #expect(machine.submit(digest: Self.codeA, nowMs: 200, earlier: locked) == .incorrectCode(attemptsLeft: 2))
         #expect(machine.submit(digest: Self.wrong, nowMs: 300, earlier: earlier) == .incorrectCode(attemptsLeft: 1))
         var late = machine

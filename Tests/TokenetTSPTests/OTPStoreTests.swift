@@ -122,37 +122,78 @@ import TokenetTestSupport
         #expect(try submit(reopened, code: "111111") == .success)
     }
 
-    /// A code whose delivery a stop interrupted is withdrawn at the next start, as a failed delivery is: the code
-    /// the cardholder held before stands with its tries, and the resend is not used up. It was kept in place of
-    /// the delivered one: the cardholder's code was then wrong, and a try and a resend were gone.
-    @Test func aResendAStopInterruptedIsWithdrawnAtStart() throws {
+    /// A resend whose delivery a crash left without an outcome may have reached the cardholder, as one whose answer
+    /// was lost may: at the next start both it and the code it replaced stay right (a wrong code uses the newer
+    /// one's tries). It used to be withdrawn, and the SMS the issuer had sent was refused as wrong.
+    @Test func aResendACrashInterruptedKeepsBothCodesAtStart() throws {
         let store = try Self.makeStore()
         _ = try select(store, code: "111111")
         try store.otpDelivered(digitalCardID: Self.card, code: "111111")
-        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 1) == 0)
+        #expect(try store.keepUnconfirmedOTPCodes() == 0)
         let resent = try store.resendOTP(
             digitalCardID: Self.card, candidateCode: "333333", policy: Self.policy, nowMs: Self.t0 + 2)
         #expect(resent.action == .deliver(methodID: "otp-sms", expiresAtMs: Self.t0 + 600_002))
-        // The stop: neither delivered nor failed was recorded.
-        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 3) == 1)
-        #expect(try submit(store, code: "333333", at: Self.t0 + 4) == .incorrectCode(attemptsLeft: 2))
+        // The crash: neither delivered nor failed was recorded.
+        #expect(try store.keepUnconfirmedOTPCodes() == 1)
+        #expect(try store.keepUnconfirmedOTPCodes() == 0)
+        #expect(try submit(store, code: "999999", at: Self.t0 + 4) == .incorrectCode(attemptsLeft: 2))
         #expect(try submit(store, code: "111111", at: Self.t0 + 5) == .success)
         let row = try #require(try store.database.queryOne("SELECT resends_left, delivering FROM otp_challenges"))
-        #expect(try row.int(0) == Self.policy.maxResends && row.int(1) == 0)
+        #expect(try row.int(0) == Self.policy.maxResends - 1 && row.int(1) == 0)
     }
 
-    /// A first code a stop interrupted is withdrawn: the next select sends one, instead of answering that a code
-    /// nobody may have received is out.
-    @Test func aFirstCodeAStopInterruptedIsSentAgainAtTheNextSelect() throws {
+    /// A first code a crash interrupted stays valid: the next select reports it out and sends none.
+    @Test func aFirstCodeACrashInterruptedStaysValid() throws {
         let store = try Self.makeStore()
         _ = try select(store, code: "111111")
-        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 1) == 1)
-        #expect(
-            try select(store, code: "222222", at: Self.t0 + 2)
-                == .deliver(methodID: "otp-sms", expiresAtMs: Self.t0 + 600_002))
-        try store.otpDelivered(digitalCardID: Self.card, code: "222222")
-        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 3) == 0)
-        #expect(try submit(store, code: "222222", at: Self.t0 + 4) == .success)
+        #expect(try store.keepUnconfirmedOTPCodes() == 1)
+        guard case .alreadySent = try select(store, code: "222222", at: Self.t0 + 2) else {
+            Issue.record("a second code was issued")
+            return
+        }
+        #expect(try submit(store, code: "111111", at: Self.t0 + 4) == .success)
+    }
+
+    /// Codes whose delivery was uncertain stay right across later resends, lost or failed, until a delivery the
+    /// issuer confirms; while a resend is on its way, only the newest code is taken, so wrong guesses then are no
+    /// free tries at an older code.
+    @Test func earlierCodesStayRightUntilADeliveryIsConfirmed() throws {
+        @discardableResult
+        func resend(_ code: String, at ms: UInt64) throws -> OTPStateMachine.Challenge? {
+            try store.resendOTP(
+                digitalCardID: Self.card, candidateCode: code, policy: Self.policy, nowMs: Self.t0 + ms
+            ).previous
+        }
+        let store = try Self.makeStore()
+        _ = try select(store, code: "111111")
+        try store.otpDelivered(digitalCardID: Self.card, code: "111111")
+        try resend("222222", at: 1)
+        try store.otpDeliveryUncertain(digitalCardID: Self.card, code: "222222")
+        try resend("333333", at: 2)
+        // On its way: the older codes are not taken.
+        #expect(try submit(store, code: "111111", at: Self.t0 + 3) == .incorrectCode(attemptsLeft: 2))
+        try store.otpDeliveryUncertain(digitalCardID: Self.card, code: "333333")
+        let previous = try resend("444444", at: 4)
+        try store.otpDeliveryFailed(
+            digitalCardID: Self.card, code: "444444", previous: previous, policy: Self.policy, nowMs: Self.t0 + 5)
+        // The first code, delivered for sure, is still right after two lost resends and a failed one.
+        #expect(try submit(store, code: "111111", at: Self.t0 + 6) == .success)
+    }
+
+    /// A delivery the issuer confirms ends the earlier codes: the newest is the cardholder's.
+    @Test func aConfirmedDeliveryEndsTheEarlierCodes() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "111111")
+        try store.otpDelivered(digitalCardID: Self.card, code: "111111")
+        _ = try store.resendOTP(
+            digitalCardID: Self.card, candidateCode: "222222", policy: Self.policy, nowMs: Self.t0 + 1)
+        try store.otpDeliveryUncertain(digitalCardID: Self.card, code: "222222")
+        _ = try store.resendOTP(
+            digitalCardID: Self.card, candidateCode: "333333", policy: Self.policy, nowMs: Self.t0 + 2)
+        try store.otpDelivered(digitalCardID: Self.card, code: "333333")
+        #expect(try submit(store, code: "111111", at: Self.t0 + 3) == .incorrectCode(attemptsLeft: 2))
+        #expect(try submit(store, code: "222222", at: Self.t0 + 4) == .incorrectCode(attemptsLeft: 1))
+        #expect(try submit(store, code: "333333", at: Self.t0 + 5) == .success)
     }
 
     @Test func onlyAnInactiveTokenTakesCodes() throws {

@@ -83,7 +83,7 @@ import TokenetWire
         // cardholder made a third.
         let replaced =
             "replaced by a new digitization of the same card on this device (token \"\(second)\")); "
-            + "verify that token instead"
+            + "verify token \"\(second)\" instead"
         await expectRPCError(.failedPrecondition, replaced) {
             try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: first, methodID: "otp-sms"))
         }
@@ -95,6 +95,10 @@ import TokenetWire
         }
         try await Self.activate(tsp, tokens, second, by: .oneTimeCode)
         #expect(try await Self.state(tsp, second) == .active)
+        // Its replacement is live now: the refusal says the card is in the wallet already.
+        await expectRPCError(.failedPrecondition, "the card is in the wallet already, as token \"\(second)\"") {
+            try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: first, methodID: "otp-sms"))
+        }
     }
 
     /// An approved new digitization replaces the step-up too; a declined one replaces nothing, so the step-up the
@@ -164,7 +168,10 @@ import TokenetWire
         _ = try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: waiting, methodID: "otp-sms"))
         #expect(try await Self.state(tsp, waiting) == .inactive)
         tsp.clock.advance(seconds: 1)
-        await expectRPCError(.failedPrecondition, "add the card again") {
+        // The refusal gives the token's own reason, which says the card can be added again (once).
+        await expectRPCError(
+            .failedPrecondition, "(by tsp: step-up not completed within 3600 s; the card can be added again)"
+        ) {
             try await Self.activate(tsp, tokens, waiting, by: path)
         }
         #expect(try await Self.state(tsp, waiting) == .deactivated)

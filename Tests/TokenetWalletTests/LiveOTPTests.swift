@@ -67,9 +67,9 @@ import Testing
         #expect(third.stdout.hasPrefix("card-1: INCORRECT_CODE_RETRIES_EXCEEDED"), "\(third.stdout)")
         // Every one-time-code method is locked with it: the hint sends the cardholder to another kind.
         #expect(
-            third.stdout.contains("by any one-time-code method: verify the cardholder with another kind of method"),
+            third.stdout.contains("by any one-time-code method: if the issuer offered another kind of method"),
             "\(third.stdout)")
-        #expect(third.stdout.contains("the id of an app-to-app or call-centre method"), "\(third.stdout)")
+        #expect(third.stdout.contains("otherwise delete the card and add it again"), "\(third.stdout)")
         #expect(
             third.stdout.contains("tokenet wallet select-method \(nodes.wallet.listen) card-1 METHOD_ID"),
             "\(third.stdout)")

@@ -444,10 +444,12 @@ extension IssuerV1 {
         )
 
         /// Brings the issuer's record of its tokens in line with the TSP now, as the issuer does each time its notification
-        /// stream opens (tokenet.tsp.v1.IssuerCardUpdates GetIssuerTokens): records each decision of the TSP's stand-in the
-        /// issuer has no record of (an approved token with its card), and each token of its cards the TSP deleted. FAILED_PRECONDITION
-        /// when the issuer was started without --tsp or has not registered with the TSP yet; UNAVAILABLE when the TSP cannot
-        /// be asked.
+        /// stream opens (tokenet.tsp.v1.IssuerCardUpdates GetIssuerTokens): records each decision of the TSP's stand-in
+        /// that the issuer has no record of and that changes what it counts (an approved token with its card, a decline
+        /// that beat the issuer's own late approval), and records deleted each token it counts that the TSP deactivated.
+        /// FAILED_PRECONDITION when the issuer was started without --tsp, has not registered with the TSP (yet), or the
+        /// TSP is an older build without GetIssuerTokens; UNAVAILABLE when the TSP cannot be asked or fails;
+        /// DEADLINE_EXCEEDED when it does not answer within the call's deadline.
         public static let syncWithTsp = MethodDescriptor<IssuerV1.IssuerSyncWithTspRequest, IssuerV1.IssuerSyncWithTspResponse>(
             service: serviceName, name: "SyncWithTsp", kind: .unary, allowedRoles: ["operator"]
         )

@@ -246,8 +246,10 @@ extension IssuerV1 {
     /// The TSP generates each code (it alone keeps the code's digest and checks it); the issuer delivers it to the
     /// cardholder's phone or e-mail, which it alone knows. Delivery is simulated by the issuer's outbox.
     /// The TSP calls SendOtp (tsp role) when the wallet selects an OTP method the issuer offered in
-    /// AuthorizeDigitization, and on each resend. An error fails the wallet's SelectIdvMethod or ResendOtp with
-    /// UNAVAILABLE; the code stays valid and the wallet asks for a resend. The issuer never logs the code.
+    /// AuthorizeDigitization, and on each resend. An error the issuer answers fails the wallet's SelectIdvMethod or
+    /// ResendOtp with UNAVAILABLE and withdraws the code (a first code is sent again at the next select; a resend leaves
+    /// the code before it valid); an answer that never comes (a deadline, a cut link) leaves the code valid, since the
+    /// issuer may have sent it. The issuer never logs the code.
     public enum IssuerOtp {
         public static let serviceName = "tokenet.issuer.v1.IssuerOtp"
 
