@@ -50,7 +50,9 @@ extension TSPStore {
                 return " (\(first.reason)); the card is in the wallet already, as token \"\(next)\""
             case .deactivated:
                 guard let later = try deactivation(next), let replacer = replacingToken(in: later.reason) else {
-                    return " (\(first.reason)), and that token is deactivated too; add the card again"
+                    let why = try deactivation(next).map { " (by \($0.actor): \($0.reason))" } ?? ""
+                    return " (\(first.reason)); the card's latest token, \"\(next)\", is deactivated too\(why); "
+                        + "add the card again"
                 }
                 next = replacer
             }

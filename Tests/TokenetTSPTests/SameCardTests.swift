@@ -101,6 +101,21 @@ import TokenetWire
         }
     }
 
+    /// A replacement deleted since ends the chain: the refusal names the card's latest token and why it went.
+    @Test func aReplacementDeletedSinceSaysToAddTheCardAgain() async throws {
+        let (tsp, _) = try Self.make()
+        let first = try await Self.stepUp(tsp)
+        let second = try await Self.stepUp(tsp)
+        _ = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1).changeTokenState(
+            LifecycleTests.change(second, .delete, "FRAUD_SUSPECTED"))
+        await expectRPCError(
+            .failedPrecondition,
+            "; the card's latest token, \"\(second)\", is deactivated too (by tsp: FRAUD_SUSPECTED); add the card again"
+        ) {
+            try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: first, methodID: "otp-sms"))
+        }
+    }
+
     /// An approved new digitization replaces the step-up too; a declined one replaces nothing, so the step-up the
     /// cardholder can still complete stays.
     @Test func anApprovedDigitizationReplacesTheStepUpAndADeclinedOneDoesNot() async throws {
