@@ -265,7 +265,7 @@ extension Scenario {
                 guard !rest.isEmpty, !rest.contains(" ") else { throw fail("join needs the NAME of a spawned call") }
                 guard spawned.removeValue(forKey: rest) != nil else {
                     throw fail(
-                        "join: '\(ShownPrefix.shortened(rest, scalarLimit: 40))' is not a call spawned by an earlier "
+                        "join: '\(clipped(rest))' is not a call spawned by an earlier "
                             + "line and not joined yet")
                 }
                 openCall = steps.count
@@ -310,14 +310,14 @@ extension Scenario {
                     steps.append(ScenarioStep(line: number, .header(nil)))
                 } else {
                     guard let colon = rest.firstIndex(of: ":"), colon != rest.startIndex else {
-                        let shown = ShownPrefix.shortened(rest, scalarLimit: 40)
+                        let shown = clipped(rest)
                         throw fail("header: expected 'KEY: VALUE' or 'clear', got '\(shown)'")
                     }
                     steps.append(ScenarioStep(line: number, .header(rest)))
                 }
             case "identity":
                 if !Scenario.identities.contains(rest) {
-                    let shown = ShownPrefix.shortened(rest, scalarLimit: 40)
+                    let shown = clipped(rest)
                     if rest.contains("/"), let problem = Scenario.ownIdentityProblem(rest) {
                         throw fail("identity \(shown): \(problem)")
                     }
@@ -383,7 +383,7 @@ extension Scenario {
                 // A call with no time left ends while connecting, before the node hears of it: every call below would
                 // fail, as tokenet call --deadline 0s is refused for.
                 guard deadline > .zero else {
-                    throw fail("deadline: expected a duration above 0, such as 250ms or 2s; got '\(rest.prefix(40))'")
+                    throw fail("deadline: expected a duration above 0, such as 250ms or 2s; got '\(clipped(rest))'")
                 }
                 steps.append(ScenarioStep(line: number, .deadline(deadline)))
             case "sleep":
@@ -397,7 +397,7 @@ extension Scenario {
                     objects.insert(encrypt.name)
                 }
             default:
-                throw fail("unknown step '\(keyword.prefix(40))' (steps: \(Scenario.steps))")
+                throw fail("unknown step '\(clipped(keyword))' (steps: \(Scenario.steps))")
             }
         }
 
@@ -412,12 +412,12 @@ extension Scenario {
             let (method, request) = afterParty.firstWord()
             guard ScenarioVariables.isValidName(name) else {
                 throw fail(
-                    "\(keyword) NAME PARTY METHOD: '\(name.prefix(40))' is not a name (an ASCII letter or _, then ASCII "
+                    "\(keyword) NAME PARTY METHOD: '\(clipped(name))' is not a name (an ASCII letter or _, then ASCII "
                         + "letters, digits, _ or -)")
             }
             let party = try party(partyWord, number)
             guard method.contains("/") || method.contains(".") else {
-                throw fail("\(keyword) \(name): '\(method.prefix(40))' is not a method; write it as pkg.Service/Method")
+                throw fail("\(keyword) \(name): '\(clipped(method))' is not a method; write it as pkg.Service/Method")
             }
             return (name, ScenarioCall(party: party, method: method, request: request.isEmpty ? "{}" : request))
         }
@@ -435,7 +435,7 @@ extension Scenario {
             }
             guard ScenarioVariables.isValidName(words[0]) else {
                 throw fail(
-                    "'\(words[0].prefix(40))' is not a name (an ASCII letter or _, then ASCII letters, digits, _ or -)")
+                    "'\(clipped(words[0]))' is not a name (an ASCII letter or _, then ASCII letters, digits, _ or -)")
             }
             guard (12...19).contains(words[1].utf8.count), words[1].utf8.allSatisfy({ (48...57).contains($0) }) else {
                 throw fail("the card number must be 12 to 19 digits, written without spaces")
@@ -448,7 +448,7 @@ extension Scenario {
 
         private func party(_ word: String, _ number: Int) throws(ScenarioError) -> ScenarioParty {
             guard let party = ScenarioParty(rawValue: word) else {
-                let shown = word.isEmpty ? "nothing" : "'\(word.prefix(40))'"
+                let shown = word.isEmpty ? "nothing" : "'\(clipped(word))'"
                 throw ScenarioError(.syntax, "\(number): expected a party (tsp, issuer or wallet), got \(shown)")
             }
             return party
@@ -458,7 +458,7 @@ extension Scenario {
             do {
                 return try FaultCommand.duration(text)
             } catch {
-                let shown = text.isEmpty ? "nothing" : "'\(text.prefix(40))'"
+                let shown = text.isEmpty ? "nothing" : "'\(clipped(text))'"
                 throw ScenarioError(
                     .syntax,
                     "\(number): \(keyword): expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; "
@@ -486,7 +486,7 @@ extension Scenario {
                 (word, rest) = afterDuration.firstWord()
             }
             guard let code = WireV1.StatusCode(name: word) else {
-                let shown = word.isEmpty ? "nothing" : "'\(word.prefix(40))'"
+                let shown = word.isEmpty ? "nothing" : "'\(clipped(word))'"
                 throw ScenarioError(
                     .syntax, "\(number): expect: expected a status code (OK, NOT_FOUND, UNAVAILABLE, …), got \(shown)")
             }
@@ -536,4 +536,10 @@ extension ScenarioStep.Action {
         }
         return true
     }
+}
+
+/// A word of a script line as an error quotes it: at most 40 characters, never cut inside a number (`ShownPrefix`),
+/// since the message is masked after it is cut.
+private func clipped(_ word: some StringProtocol) -> String {
+    ShownPrefix.shortened(word, scalarLimit: 40)
 }

@@ -302,6 +302,11 @@ import TokenetTransport
             "identity wallet/4761000010000009\ncall tsp tokenet.tsp.v1.TspControl/ListTokens", 1,
             "identity wallet/************0009: the ID holds a card number; choose another ID"
         ),
+        // A word cut to 40 characters is cut before the number: its first ten digits, too few to mask, were shown.
+        (
+            "echo a\n" + String(repeating: "y", count: 30) + "4761000010000009 x", 2,
+            "unknown step '" + String(repeating: "y", count: 30) + "…' (steps: "
+        ),
     ])
     func aCardNumberInAPathOrAnIdentityIsRefusedMasked(script: String, line: Int, message: String) async throws {
         let directory = try TemporaryDirectory()
