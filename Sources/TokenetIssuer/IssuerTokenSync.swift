@@ -38,20 +38,15 @@ struct IssuerTokenSync: Sendable {
     /// Tokens asked for by id in one call (the TSP's limit).
     static let namedBatch = PageRequest.maximumSize
 
-    /// Checks once per signal until the task is cancelled (the node stops). A check refused because the issuer has
-    /// not registered yet (its registration runs beside the stream) is tried again like one the TSP could not
-    /// answer; a TSP that does not offer the call (an older build) is not asked again until the next stream.
+    /// Checks once per signal until the task is cancelled (the node stops); the node subscribes, so the stream
+    /// opens, only once registered (`IssuerNode`). A check that fails is tried again; a TSP that does not offer the
+    /// call (an older build) is not asked again until the next stream.
     func run() async {
         await signal.checkEachTime(
             sleep: sleep, check: { try await check() },
             failed: { error, failuresBefore in
                 let rpc = error as? RPCError
                 let message = rpc?.message ?? "\(error)"
-                // The stream can open before the start's registration completes: the check waits for it quietly.
-                if cardCare.tsp.currentKey == nil {
-                    logger.debug("the issuer's tokens are checked with the TSP once it has registered", [:])
-                    return .retry
-                }
                 if rpc?.cause is OlderTSP {
                     logger.warning("the issuer's tokens could not be checked with the TSP", ["error": message])
                     return .waitForNextStream
