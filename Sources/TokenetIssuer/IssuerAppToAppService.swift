@@ -18,11 +18,16 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
     let login: (any CardholderLogin)?
     let logger: Logger
     let now: @Sendable () -> Date
+    /// How long the issuer waits for the wallet to take the in-app outcome. The token is activated at the TSP by
+    /// then, and the TSP tells the wallet of its state anyway (CARD_STATE): a wallet that cannot be reached must not
+    /// hold the cardholder's answer for the rest of the call's deadline, which gave a partitioned link's cardholder
+    /// DEADLINE_EXCEEDED for an activation that had succeeded. Five seconds, as the TSP gives the issuer.
+    let walletNoticeLimit: Duration
     let sessions = Mutex(AppToAppSessions())
 
     init(
         store: IssuerStore, tsp: TSPLink, wallet: (any RPCCaller)?, login: (any CardholderLogin)?, logger: Logger,
-        now: @escaping @Sendable () -> Date
+        now: @escaping @Sendable () -> Date, walletNoticeLimit: Duration = .seconds(5)
     ) {
         self.store = store
         self.tsp = tsp
@@ -30,6 +35,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         self.login = login
         self.logger = logger
         self.now = now
+        self.walletNoticeLimit = walletNoticeLimit
     }
 
     var nowMs: UInt64 { UInt64(max(0, now().timeIntervalSince1970 * 1000)) }
@@ -209,8 +215,17 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         }
         // To the wallet that opened the app only: the issuer's --wallet may be another wallet node, which was told
         // a token it does not hold. The call is then not sent, and the answer says why.
-        var options = CallOptions()
+        // Within the notice limit, and a little before the served call's own deadline, so that the answer still
+        // reaches the cardholder's app (a fifth of what is left, at most a second, is kept for it).
+        let remaining = ServerContext.current?.deadline.map {
+            IssuerCardCareService.questionTimeout(remaining: $0 - .now)
+        }
+        let limit = min(walletNoticeLimit, remaining ?? walletNoticeLimit)
+        var options = CallOptions(timeout: limit)
         options.expectedPeer = session.walletNodeID.map { PeerIdentity(role: .wallet, nodeID: $0) }
+        // What the wallet learns without this message: an activation reaches it from the TSP; a failure leaves the
+        // token as it was, and the wallet's session open until the cardholder tries again.
+        let meanwhile = result == .approved ? "; it hears of the token's state from the TSP" : ""
         do {
             _ = try await WalletV1.WalletAppToApp.Client(wallet).bankingAppActivationResponse(
                 WalletV1.BankingAppActivationRequest(
@@ -226,10 +241,21 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             response.walletError =
                 "the issuer's --wallet is not wallet node \(opener), which opened the app (\(error.message)); it "
                 + "hears of the token's state from the TSP"
+        } catch let error as RPCError where error.code == .deadlineExceeded {
+            log.warning(
+                "the wallet could not be told the in-app outcome",
+                ["error": "no answer within \(Self.wholeMilliseconds(limit)) ms"])
+            response.walletError = "the wallet did not answer within \(Self.wholeMilliseconds(limit)) ms\(meanwhile)"
         } catch {
             log.warning("the wallet could not be told the in-app outcome", ["error": "\(error)"])
-            response.walletError = "\(error)"
+            response.walletError = "\(error)\(meanwhile)"
         }
         return response
+    }
+
+    /// `duration` in whole milliseconds, as the wallet's answer names the limit it was given.
+    static func wholeMilliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 }

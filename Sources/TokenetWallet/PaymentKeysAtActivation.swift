@@ -97,7 +97,7 @@ struct PaymentKeysAtActivation: Sendable {
                 try await updates.replenish(
                     card, reason: "active again below threshold", ifAtMost: WalletTokenUpdates.keyThreshold)
             }
-        } catch let error as WalletError where error.code == .failedPrecondition {
+        } catch  where error.code == .failedPrecondition {
             // Deleted or suspended since it was activated (a delete racing the activation): no keys are due.
             logger.info(
                 "payment keys not issued at activation: the token is no longer ACTIVE",

@@ -22,6 +22,8 @@ struct FakeLogin: CardholderLogin {
 /// was sent.
 final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.WalletEvents.ServiceProtocol {
     let responses = Mutex<[WalletV1.BankingAppActivationRequest]>([])
+    /// When set, activation responses are never answered (a wallet behind a partitioned link).
+    let silent = Mutex(false)
     let passes: [WalletV1.TokenStatus]
 
     init(passes: [WalletV1.TokenStatus]) { self.passes = passes }
@@ -33,6 +35,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
     func bankingAppActivationResponse(_ request: WalletV1.BankingAppActivationRequest, context: ServerContext)
         async throws -> WalletV1.BankingAppActivationAck
     {
+        if silent.withLock({ $0 }) { try await Task.sleep(for: .seconds(3600)) }
         responses.withLock { $0.append(request) }
         return WalletV1.BankingAppActivationAck(changed: request.result == .approved)
     }
@@ -69,7 +72,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
     let store: IssuerStore
     let router: RPCRouter
 
-    init(login: (any CardholderLogin)? = FakeLogin()) async throws {
+    init(login: (any CardholderLogin)? = FakeLogin(), walletNoticeLimit: Duration? = nil) async throws {
         var tspRouter = RPCRouter()
         tsp.register(on: &tspRouter)
         var walletRouter = RPCRouter()
@@ -84,10 +87,10 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         // The party always signs in with the issuer app's own login unless given another; without any, the
         // service refuses to complete sessions.
         let service =
-            login == nil
+            login == nil || walletNoticeLimit != nil
             ? IssuerAppToAppService(
-                store: party.store, tsp: party.tsp, wallet: walletCaller, login: nil, logger: Support.logger(sink),
-                now: { Support.now })
+                store: party.store, tsp: party.tsp, wallet: walletCaller, login: login, logger: Support.logger(sink),
+                now: { Support.now }, walletNoticeLimit: walletNoticeLimit ?? .seconds(5))
             : party.appToApp
         service.register(on: &router)
         self.router = router
@@ -173,6 +176,23 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
             _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
         }
         #expect(again?.code == .failedPrecondition && again?.message.contains("already finished") == true)
+    }
+
+    /// A wallet that does not answer (a partitioned link) does not hold the cardholder's answer: the token is
+    /// activated at the TSP, which tells the wallet itself, and the answer says the wallet was not told. Before, the
+    /// call to the wallet took all of the served call's deadline, and the cardholder got DEADLINE_EXCEEDED for an
+    /// activation that had succeeded.
+    @Test func aWalletThatDoesNotAnswerDoesNotHoldTheOutcome() async throws {
+        let cut = try await AppToAppTests(walletNoticeLimit: .milliseconds(300))
+        cut.wallet.silent.withLock { $0 = true }
+        let opened = try await cut.open()
+        let done = try await cut.person.authorize(
+            .init(sessionID: opened.sessionID, pin: "2468"), options: CallOptions(timeout: .seconds(60)))
+        #expect(done.result == .approved && done.tokenState == .active && !done.walletNotified)
+        #expect(
+            done.walletError == "the wallet did not answer within 300 ms; it hears of the token's state from the TSP")
+        let logged = cut.sink.lines
+        #expect(logged.contains { $0.contains("the wallet could not be told the in-app outcome") }, "\(logged)")
     }
 
     /// An app in which the cardholder activated accounts acts for those alone: the card of an account removed from

@@ -51,7 +51,7 @@ extension ProtoRegistry {
         "tokenet.issuer.v1.AuthorizeAppSessionRequest.deny": "The cardholder declines instead of signing in.",
         "tokenet.issuer.v1.AuthorizeAppSessionRequest.pin": "The PIN the cardholder types into the app; unlocks their credential for the sign-in.",
         "tokenet.issuer.v1.AuthorizeAppSessionResponse.reason": "FAILURE: why (also sent to the wallet).",
-        "tokenet.issuer.v1.AuthorizeAppSessionResponse.wallet_notified": "False when the wallet could not be told (wallet_error says why); the TSP's token is what it says regardless.",
+        "tokenet.issuer.v1.AuthorizeAppSessionResponse.wallet_notified": "False when the wallet could not be told (wallet_error says why; the issuer waits 5 s for it); the TSP's token\nis what it says regardless, and the TSP tells the wallet of an activation itself.",
         "tokenet.issuer.v1.AuthorizeDigitizationRequest.digital_card_id": "The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it.",
         "tokenet.issuer.v1.AuthorizeDigitizationRequest.masked_pan": "The card number masked down to its last four digits.",
         "tokenet.issuer.v1.AuthorizeDigitizationRequest.wallet_node_id": "The wallet node the token is digitized through (the ID of its certificate's tokenet://wallet/ID): only that node\nmay open the issuer app for the token (IssuerAppToApp.OpenApp). Empty when the TSP does not know it.",

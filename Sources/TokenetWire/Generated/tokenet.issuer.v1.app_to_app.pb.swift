@@ -146,7 +146,8 @@ extension IssuerV1 {
 
         public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
-        /// False when the wallet could not be told (wallet_error says why); the TSP's token is what it says regardless.
+        /// False when the wallet could not be told (wallet_error says why; the issuer waits 5 s for it); the TSP's token
+        /// is what it says regardless, and the TSP tells the wallet of an activation itself.
         public var walletNotified: Bool = false
 
         public var walletError: String = ""

@@ -96,7 +96,8 @@ struct  Tokenet__Issuer__V1__AuthorizeAppSessionResponse
   char *reason;
   Tokenet__Card__V1__TokenState token_state;
   /*
-   * False when the wallet could not be told (wallet_error says why); the TSP's token is what it says regardless.
+   * False when the wallet could not be told (wallet_error says why; the issuer waits 5 s for it); the TSP's token
+   * is what it says regardless, and the TSP tells the wallet of an activation itself.
    */
   protobuf_c_boolean wallet_notified;
   char *wallet_error;
