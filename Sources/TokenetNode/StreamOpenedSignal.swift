@@ -28,8 +28,8 @@ extension StreamOpenedSignal {
 
     /// Runs `opened`, then `check`, once per signal until the task is cancelled (the node stops); a check that
     /// throws is handed to `failed` with the number of failures before it, and tried again after `sleep` for
-    /// the next wait unless `failed` says to wait for the next stream. A `sleep` that throws (the node stops) ends
-    /// it.
+    /// the next wait unless `failed` says to wait for the next stream. A `sleep` that throws, or a check that fails
+    /// once the task is cancelled (the node stops), ends it.
     public func checkEachTime(
         sleep: @Sendable (UInt64) async throws -> Void, opened: () async -> Void = {},
         check: () async throws -> Void, failed: (any Error, _ failuresBefore: Int) -> AfterFailure
@@ -42,6 +42,8 @@ extension StreamOpenedSignal {
                     try await check()
                     break
                 } catch {
+                    // Cut short because the node stops: no failure to report ("trying again" it will not).
+                    if Task.isCancelled { return }
                     guard failed(error, failures) == .retry else { break }
                     let wait = Self.retryWaitsMs[min(failures, Self.retryWaitsMs.count - 1)]
                     failures += 1

@@ -636,8 +636,11 @@ struct ConnectionStateMachine {
         return connectionError(.keepaliveTimeout, reason)
     }
 
-    /// The idle timer fired: a connection with no open call closes; one with calls carries on.
+    /// The idle timer fired: a connection with no open call closes; one with calls carries on. A peer that has not
+    /// sent its hello by then is told so, as the hello timer would: with the two timers equal, the idle goaway won
+    /// and named a quiet connection where the peer had broken the protocol.
     mutating func idleTimedOut(after description: String) -> Actions {
+        if state == .awaitingHello { return helloTimedOut(after: description) }
         guard streams.isEmpty, state == .active || state == .awaitingHello || clientWentAway else { return [] }
         let goaway = WireV1.GoAway(
             lastStreamID: lastPeerStreamID,

@@ -459,6 +459,13 @@ extension Scenario {
                 return try FaultCommand.duration(text)
             } catch {
                 let shown = text.isEmpty ? "nothing" : "'\(clipped(text))'"
+                // A sign is no part of the syntax: "-1s" read as a duration over the limit.
+                if text.hasPrefix("-") {
+                    throw ScenarioError(
+                        .syntax,
+                        "\(number): \(keyword): a duration cannot be negative; expected one such as 250ms, 2s, 1.5s "
+                            + "or 2m, got \(shown)")
+                }
                 throw ScenarioError(
                     .syntax,
                     "\(number): \(keyword): expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; "

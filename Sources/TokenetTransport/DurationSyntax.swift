@@ -38,12 +38,13 @@ public enum DurationSyntax {
 
     /// What to write instead of `text` when a small change makes it a duration, said as a hint: parts out of order
     /// or a unit twice (`1s1s`), a last part without its unit (`5`, `1m30`: seconds asked for rather than guessed),
-    /// or units in capitals (`5S`).
-    public static func hint(for text: String) -> String? {
+    /// or units in capitals (`5S`). With `positive`, a zero gets no hint: where only a positive duration is taken.
+    public static func hint(for text: String, positive: Bool = false) -> String? {
         if seconds(in: text) == nil, parts(of: text) != nil {
             return "each unit once, the longest first, as in 1m30s"
         }
-        if seconds(in: text + "s") != nil { return "with a unit: \(text)s for seconds" }
+        // Not for a zero where only a positive duration is taken: "0s" would be refused in turn.
+        if let value = seconds(in: text + "s"), value > 0 || !positive { return "with a unit: \(text)s for seconds" }
         let lower = text.lowercased()
         if lower != text, seconds(in: lower) != nil { return "units are lower case: \(lower)" }
         return nil

@@ -38,7 +38,7 @@ final class CallTrace: Sendable {
 
     /// `title` with the number of entries, then one line per entry. A text value is the peer's or the person's
     /// text: control characters escaped, a card number masked, as everywhere the CLI prints; a binary value's
-    /// bytes are masked as UTF-8 text before they are shown in base64.
+    /// bytes are masked as UTF-8 text before they are shown in base64, and the line says when that changed them.
     private static func printMetadata(_ title: String, _ metadata: Metadata) {
         let entries = metadata.entries
         printError("\(title) (\(entries.count) \(entries.count == 1 ? "entry" : "entries")):")
@@ -50,8 +50,11 @@ final class CallTrace: Sendable {
                 // Masked before it is encoded: base64 hides a card number's digits from the masking of text only
                 // (`tokenet decode` and the dissector mask binary values so too); and after, for base64 that reads
                 // as one itself (`-H 'x-card-bin: 4761000010000009'` is valid base64 of other bytes).
-                let shown = maskPAN(Data(maskPAN(utf8: Array(bytes))).base64EncodedString())
-                printError("  \(escapingControls(maskPAN(key))): \(shown) (\(bytes.count) bytes)")
+                let masked = maskPAN(utf8: Array(bytes))
+                let shown = maskPAN(Data(masked).base64EncodedString())
+                // Said when the bytes shown are not those sent: base64 of masked text reads as the value itself.
+                let note = masked == Array(bytes) ? "" : ", masked: they hold a card number"
+                printError("  \(escapingControls(maskPAN(key))): \(shown) (\(bytes.count) bytes\(note))")
             }
         }
     }

@@ -91,7 +91,9 @@ enum DecodeCommand {
                 case .flag("--hex", nil): encodings.append(.hex)
                 case .flag("--base64", nil): encodings.append(.base64)
                 case .valued("--type", let name):
-                    guard let type = ProtoRegistry.messageType(named: name) else {
+                    // Also as protobuf writes a full name, with a leading dot (`.tokenet.health.v1.HealthCheckResponse`).
+                    let unqualified = name.hasPrefix(".") ? String(name.dropFirst()) : name
+                    guard let type = ProtoRegistry.messageType(named: unqualified) else {
                         throw CLIError(
                             .usage,
                             "decode: --type: this build has no message \(Self.shown(name))"
@@ -127,6 +129,10 @@ enum DecodeCommand {
             guard type == nil || (method == nil && callsFile == nil) else {
                 throw CLIError(
                     .usage, "decode: --method and --calls are for frames; with --type the input is one message")
+            }
+            // The usage offers one or the other: which would say what a stream both name is?
+            guard method == nil || callsFile == nil else {
+                throw CLIError(.usage, "decode: give --calls or --method, not both")
             }
             guard callsFile == nil || file != nil else {
                 throw CLIError(.usage, "decode: --calls CLIENT needs the server's side as FILE")

@@ -16,6 +16,8 @@ enum DecodedFrame {
 
         /// Streams whose messages turned out not to be `method`'s responses, each told once.
         var notTheMethods: Set<UInt32> = []
+        /// Whether a message of a call with no known method was told of (once per input).
+        var toldUnknownCall = false
 
         /// The type of the messages on `streamID`; `guessed` when only `--method` says so: the server's side of a
         /// connection also holds the streams of other calls (the CLI's reflection lookups come first), whose
@@ -33,7 +35,10 @@ enum DecodedFrame {
         case .callStart(let start):
             if let known = DecodeCommand.Options.method(start.method) { calls.started[frame.streamID] = known }
         case .message(let message):
-            guard let (type, direction, guessed) = calls.type(of: frame.streamID) else { break }
+            guard let (type, direction, guessed) = calls.type(of: frame.streamID) else {
+                calls.tellUnknownCall(frame.streamID)
+                break
+            }
             let decoded: any ProtoMessage
             do {
                 decoded = try type.init(serializedBytes: message.data)
@@ -89,6 +94,17 @@ enum DecodedFrame {
 }
 
 extension DecodedFrame.Calls {
+    /// Says once that messages are shown undecoded for want of their call's method, and how to give it: the help
+    /// promised a note, and the server's side of a connection printed base64 with none.
+    mutating func tellUnknownCall(_ streamID: UInt32) {
+        guard !toldUnknownCall else { return }
+        toldUnknownCall = true
+        printError(
+            "decode: note: the messages of calls whose call_start is not in the input (stream \(streamID) first) are "
+                + "shown undecoded; give the client's side of the connection with --calls, or the method with "
+                + "--method")
+    }
+
     /// Says once per stream that its messages are shown undecoded, not as `--method`'s responses.
     mutating func tellNotTheMethods(_ streamID: UInt32, _ type: any ProtoMessage.Type, _ why: String) {
         guard notTheMethods.insert(streamID).inserted else { return }

@@ -254,7 +254,7 @@ struct InspectOptions: Sendable {
     /// duration of at most a day.
     static func duration(_ text: String, command: String) throws(CLIError) -> Duration {
         guard let seconds = DurationSyntax.seconds(in: text), seconds > 0 else {
-            let unitMissing = DurationSyntax.hint(for: text).map { " (\(maskPAN($0)))" } ?? ""
+            let unitMissing = DurationSyntax.hint(for: text, positive: true).map { " (\(maskPAN($0)))" } ?? ""
             throw CLIError(
                 .usage,
                 "\(command): --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got "

@@ -157,8 +157,16 @@ import TokenetWire
         let alone = try await runTokenet(["decode", "--hex", server])
         #expect(alone.status == 0, "\(alone.stderr)")
         #expect(alone.stdout.contains("\"data\": \"CAE=\""), "\(alone.stdout)")
+        // With a note that says why, and how to have them decoded.
+        #expect(
+            alone.stderr
+                == "decode: note: the messages of calls whose call_start is not in the input (stream 1 first) are "
+                + "shown undecoded; give the client's side of the connection with --calls, or the method with "
+                + "--method\n", "\(alone.stderr)")
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
         let named = try await runTokenet(["decode", "--hex", "--method", Self.check, server])
         #expect(named.stdout.contains("\"status\": \"SERVING_STATUS_SERVING\""), "\(named.stdout)")
+        #expect(named.stderr.isEmpty, "\(named.stderr)")
         // As tokenet call takes a method: without the leading slash, or with a dot before the method's name.
         for written in ["tokenet.health.v1.Health/Check", "tokenet.health.v1.Health.Check"] {
             let asCalled = try await runTokenet(["decode", "--hex", "--method", written, server])
@@ -199,6 +207,10 @@ import TokenetWire
         let twice = try await runTokenet(
             ["decode", "--type", "tokenet.health.v1.HealthCheckResponse", "--hex", "--hex"], stdin: "0801")
         #expect(twice.status == 0 && twice.stdout == result.stdout, "\(twice.stderr)")
+        // A full name as protobuf writes it, with a leading dot.
+        let dotted = try await runTokenet(
+            ["decode", "--type", ".tokenet.health.v1.HealthCheckResponse", "--hex"], stdin: "0801")
+        #expect(dotted.status == 0 && dotted.stdout == result.stdout, "\(dotted.stderr)")
     }
 
     /// Legal encodings that are written back shorter (a default value written out, a field sent twice, -0.0, a
@@ -333,6 +345,12 @@ import TokenetWire
                 + "tokenet.health.v1.Health/Check?\n"
         ),
         (["--calls", "client.hex"], "", 2, "decode: --calls CLIENT needs the server's side as FILE"),
+        (
+            ["--calls", "client.hex", "--method", "/tokenet.health.v1.Health/Check", "server.hex"], "", 2,
+            "decode: give --calls or --method, not both"
+        ),
+        // A stream id wider than 32 bits: protobuf-c kept its low bits, and the frame showed as stream 0's.
+        (["--hex"], "00000009 08808080808020 2a00", 1, "its stream id 1099511627776 is above 2^32 - 1"),
         (["--hex", "--base64"], "", 2, "decode: give --hex or --base64, not both"),
         (["--frames"], "", 2, "decode: unknown option '--frames'"),
         (["--hex"], "", 1, "decode: the input holds no frame"),

@@ -305,7 +305,9 @@ import TokenetWire
         #expect(lines.contains("  x-raw-bin: ************0009 (12 bytes)"), "\(lines)")
         #expect(lines.contains("  x-request-id: 42"), "\(lines)")
         #expect(lines.contains("  x-bin: AQID (3 bytes)"), "\(lines)")
-        #expect(lines.contains("  x-card-bin: KioqKioqKioqKioqMDAwOQ== (16 bytes)"), "\(lines)")
+        #expect(
+            lines.contains("  x-card-bin: KioqKioqKioqKioqMDAwOQ== (16 bytes, masked: they hold a card number)"),
+            "\(lines)")
         #expect(lines.contains { $0.hasPrefix("  tokenet-trace-id: ") }, "\(lines)")
         let summary = try #require(lines.last)
         #expect(summary.hasPrefix("Sent 1 request, received 1 response in ") && summary.hasSuffix(": OK"), "\(summary)")

@@ -369,6 +369,10 @@ import TokenetTransport
             ["list", address, "--deadline", "5", "--plaintext"],
             "list: --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got '5' (with a unit: 5s "
                 + "for seconds)")
+        // A zero gets no hint to add a unit: `0s` is refused as well.
+        try expectUsageError(
+            ["list", address, "--deadline", "0", "--plaintext"],
+            "list: --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got '0'\n")
     }
 
     /// A URL pasted for the address is named as one, with the address to give instead.

@@ -757,6 +757,15 @@ import TokenetWire
         #expect(
             idle.idleTimedOut(after: "5 s") == [.write(Self.frame(0, .goaway(goaway))), .closeConnection(error: nil)]
         )
+        // A peer that never sent its hello is told that, whichever of the two timers fires first.
+        var silent = Machine(role: .server)
+        _ = silent.start()
+        let reason = "no hello from the peer within 5 s: it does not speak Tokenet, or it hangs"
+        #expect(
+            silent.idleTimedOut(after: "5 s") == [
+                .write(Self.frame(0, .goaway(WireV1.GoAway(code: .protocolError, reason: reason)))),
+                .closeConnection(error: reason),
+            ])
     }
 
     @Test func keepaliveTimeoutIsAConnectionError() throws {

@@ -194,6 +194,15 @@ import TokenetWire
             "s:1: deadline: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got '601s'"
         ),
         ("sleep", "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got nothing"),
+        // A negative duration is named as such, not as one over the limit.
+        (
+            "sleep -1s",
+            "s:1: sleep: a duration cannot be negative; expected one such as 250ms, 2s, 1.5s or 2m, got '-1s'"
+        ),
+        (
+            "call tsp a.B/C\nexpect within -1s OK",
+            "s:2: expect within: a duration cannot be negative; expected one such as 250ms, 2s, 1.5s or 2m, got '-1s'"
+        ),
         // Every call below would end while connecting, before reaching the node.
         ("deadline 0s", "s:1: deadline: expected a duration above 0, such as 250ms or 2s; got '0s'"),
         ("deadline 0ms", "s:1: deadline: expected a duration above 0, such as 250ms or 2s; got '0ms'"),

@@ -314,4 +314,25 @@ func expectSameFrames(
         #expect(try decoder.nextFrame() == FrameSamples.callStart)
         #expect(throws: WireError.self) { try decoder.nextFrame() }
     }
+
+    /// A stream id wider than 32 bits is refused: protobuf-c keeps its low bits, which made a half_close sent for
+    /// stream 2^40 one of the connection's own (stream 0), or one for 2^32 + 5 another call's (5).
+    @Test(arguments: [
+        ([0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0x2A, 0x00] as [UInt8], "1099511627776"),
+        ([0x08, 0x85, 0x80, 0x80, 0x80, 0x10, 0x2A, 0x00] as [UInt8], "4294967301"),
+    ])
+    func aStreamIDAbove32BitsIsRefused(body: [UInt8], shown: String) throws {
+        var decoder = FrameDecoder()
+        decoder.feed([0, 0, 0, UInt8(body.count)] + body)
+        let error = try #require(throws: WireError.self) { try decoder.nextFrame() }
+        #expect(error.code == .invalidMessage)
+        #expect(
+            error.message
+                == "a frame of \(body.count) bytes could not be read: its stream id \(shown) is above 2^32 - 1")
+        // The widest id that fits is a stream id like any other.
+        var widest = FrameDecoder()
+        let fits: [UInt8] = [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x2A, 0x00]
+        widest.feed([0, 0, 0, UInt8(fits.count)] + fits)
+        #expect(try widest.nextFrame()?.streamID == UInt32.max)
+    }
 }

@@ -133,7 +133,6 @@ import Testing
             [0x08, 0x05, 0x1A, 0x03, 0x12, 0x01, 0x20],  // unknown field inside an entry
             [0x08, 0x05, 0x22, 0x09, 0x0A],  // length past the end
             [0x08],  // truncated varint
-            [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x2A, 0x00],  // stream id above UInt32
             [],
         ]
         for bytes in cases {
@@ -148,6 +147,13 @@ import Testing
             default: Issue.record("the decoder and the generated codec disagree on \(bytes)")
             }
         }
+        // A stream id above UInt32: the generated codec keeps its low bits, the decoder refuses the frame.
+        let wide: [UInt8] = [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x2A, 0x00]
+        #expect(FrameFastPath.decode(wide[...]) == nil)
+        var decoder = FrameDecoder()
+        decoder.feed([0, 0, 0, UInt8(wide.count)] + wide)
+        #expect(throws: WireError.self) { try decoder.nextFrame() }
+        #expect(try WireV1.Frame(serializedBytes: wide).streamID == UInt32.max)
     }
 
     /// Many fast-path frames in one buffer, fed in arbitrary chunks, come out whole and in order.

@@ -1149,6 +1149,12 @@ local function parse_frame(range)
             frame.kind, frame.body, frame.body_field = kind_names[field.number], field.range, field
         end
     end
+    -- The kind's own fields must read too: a message whose data length is cut off showed as "message (0 bytes)",
+    -- with no mark, where tokenet decode and the nodes refuse the frame.
+    if frame.body ~= nil then
+        local body_fields, body_reason = read_fields(frame.body)
+        if body_fields == nil then return nil, frame.kind .. ": " .. body_reason end
+    end
     return frame
 end
 
@@ -1409,6 +1415,26 @@ end
 -- ---------------------------------------------------------------------------------------------------------------
 -- Framing: many frames per segment, frames across segments.
 
+-- What this dissector last wrote to the Info column, and for which packet: to tell a further TLS record of the same
+-- dissection (append) from a new dissection of the packet (set). The records of one packet are dissected one after
+-- the other, so the last packet's is all it needs.
+local written_packet, written_info = nil, nil
+
+-- A packet may carry several TLS records, each dissected on its own: the first sets the columns, the others append
+-- to them. The protocol column does not tell which comes first (TLS names itself again for each record), and the TLS
+-- dissector fences the Info column after what it wrote: text set over the fence ran on from it with no separator
+-- ("[TLS segment of a reassembled PDU]3 message request…3 half_close").
+local function show_in_columns(pinfo, info)
+    if written_packet == pinfo.number and tostring(pinfo.cols.info):find(written_info, 1, true) ~= nil then
+        info = written_info .. ", " .. info
+    end
+    pinfo.cols.protocol:clear_fence()
+    pinfo.cols.protocol = "Tokenet"
+    pinfo.cols.info:clear_fence()
+    pinfo.cols.info = info
+    written_packet, written_info = pinfo.number, info
+end
+
 function tokenet.dissector(tvb, pinfo, tree)
     local total = tvb:len()
     local offset = 0
@@ -1453,15 +1479,7 @@ function tokenet.dissector(tvb, pinfo, tree)
         offset = offset + 4 + length
     end
     if #summaries > 0 then
-        -- A packet may carry several TLS records, each dissected on its own: the first sets the columns, the
-        -- others append to them.
-        local info = table.concat(summaries, ", ")
-        if tostring(pinfo.cols.protocol) == "Tokenet" then
-            pinfo.cols.info:append(", " .. info)
-        else
-            pinfo.cols.protocol = "Tokenet"
-            pinfo.cols.info = info
-        end
+        show_in_columns(pinfo, table.concat(summaries, ", "))
     end
     return offset
 end

@@ -149,9 +149,14 @@ public struct FrameDecoder: Sendable {
             // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied. (It lives only in
             // this block: a slice still held when the buffer is emptied below would make that a copy.)
             let body = buffer[start..<end]
-            frame =
-                try FrameFastPath.decode(body, strings: &strings, storageByteCount: buffer.capacity)
-                ?? WireV1.Frame(serializedBytes: body)
+            if let fast = FrameFastPath.decode(body, strings: &strings, storageByteCount: buffer.capacity) {
+                frame = fast
+            } else {
+                frame = try WireV1.Frame(serializedBytes: body)
+                if let wide = Self.streamIDAbove32Bits(in: body) {
+                    throw WireError(.invalidMessage, "its stream id \(wide) is above 2^32 - 1")
+                }
+            }
         } catch {
             let wireError = error as? WireError
             let reason = wireError?.message ?? "\(error)"
@@ -205,42 +210,52 @@ public struct FrameDecoder: Sendable {
     }
 
     /// Walks a frame's top-level fields without decoding them: its stream id (the last occurrence counts, as for
-    /// any protobuf scalar, and a uint32 keeps the low 32 bits), the length of its call_start, and whether the walk
-    /// reached the end (false when it stopped at something it cannot follow).
+    /// any protobuf scalar) as sent, the length of its call_start, and whether the walk reached the end (false when
+    /// it stopped at something it cannot follow).
     private static func topLevelFields(
         of body: ArraySlice<UInt8>
-    ) -> (streamID: UInt32, callStartSize: Int?, complete: Bool) {
+    ) -> (streamID: UInt32, sentStreamID: UInt64, callStartSize: Int?, complete: Bool) {
         body.withUnsafeBufferPointer { bytes in
             var index = 0
-            var streamID: UInt32 = 0
+            var sent: UInt64 = 0
             var callStartSize: Int?
             let end = bytes.count
+            // A uint32 keeps the low 32 bits of a wider varint, as protobuf-c reads it.
+            func fields(complete: Bool) -> (UInt32, UInt64, Int?, Bool) {
+                (UInt32(truncatingIfNeeded: sent), sent, callStartSize, complete)
+            }
             while index < end {
-                guard let key = ProtoVarint.read(bytes, at: &index, end: end) else {
-                    return (streamID, callStartSize, false)
-                }
+                guard let key = ProtoVarint.read(bytes, at: &index, end: end) else { return fields(complete: false) }
                 switch key & 7 {
                 case 0:
                     guard let value = ProtoVarint.read(bytes, at: &index, end: end) else {
-                        return (streamID, callStartSize, false)
+                        return fields(complete: false)
                     }
-                    if key >> 3 == 1 { streamID = UInt32(truncatingIfNeeded: value) }
+                    if key >> 3 == 1 { sent = value }
                 case 1, 5:
                     let size = key & 7 == 1 ? 8 : 4
-                    guard end - index >= size else { return (streamID, callStartSize, false) }
+                    guard end - index >= size else { return fields(complete: false) }
                     index += size
                 case 2:
                     guard let length = ProtoVarint.read(bytes, at: &index, end: end), length <= UInt64(end - index)
-                    else { return (streamID, callStartSize, false) }
+                    else { return fields(complete: false) }
                     // Repeated occurrences of a message field merge into one: a call_start sent in pieces is their sum.
                     if key >> 3 == 3 { callStartSize = (callStartSize ?? 0) + Int(length) }
                     index += Int(length)
                 default:
-                    return (streamID, callStartSize, false)
+                    return fields(complete: false)
                 }
             }
-            return (streamID, callStartSize, true)
+            return fields(complete: true)
         }
+    }
+
+    /// The stream id of a frame that protobuf-c read when it does not fit in 32 bits: protobuf-c keeps its low 32
+    /// bits, which made a frame sent for stream 2^40 one of the connection's own (stream 0), or another call's.
+    /// Only the frames the fast path declines are walked for it (the fast path refuses such an id itself).
+    static func streamIDAbove32Bits(in body: ArraySlice<UInt8>) -> UInt64? {
+        let fields = topLevelFields(of: body)
+        return fields.sentStreamID > UInt64(UInt32.max) ? fields.sentStreamID : nil
     }
 
     /// Declares the end of the stream; call it after `nextFrame()` returned nil.
@@ -420,7 +435,7 @@ public struct FrameDecoder: Sendable {
             return WireError(
                 .foreignProtocol,
                 "the peer sent text (\"\(text.debugDescription.dropFirst().dropLast())...\"), not a Tokenet frame: "
-                    + "whatever answers on this address does not speak Tokenet")
+                    + "the peer does not speak Tokenet")
         }
         return nil
     }
