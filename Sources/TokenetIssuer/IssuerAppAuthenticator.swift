@@ -155,10 +155,20 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         if response.result == .success {
             try save(response, userID: enrolment.userID, displayName: name, keys: keys, newUser: newUser)
             answer.pinSet = newUser != nil
-        } else if response.result == .alreadyUsed,
-            try !store.appAccounts(enrolment.userID).contains(where: { $0.accountID == enrolment.accountID })
-        {
-            answer.message = Self.credentialsLost(enrolment.accountID)
+        } else if response.result == .alreadyUsed {
+            let held = try store.appAccounts(enrolment.userID).first { $0.accountID == enrolment.accountID }
+            if let held, !Self.activated(held, by: referenceID, createdAtMs: enrolment.createdAtMs) {
+                // The TSP activated the account again with this code, which revoked the credentials the app holds,
+                // and its answer with the new ones was lost: the account cannot log in, though the app listed it
+                // and said "the account is activated".
+                _ = try store.deleteAppAccount(userID: enrolment.userID, accountID: enrolment.accountID)
+                logger.warning(
+                    "an account's credentials were replaced by an activation whose answer was lost; removed from the "
+                        + "app", ["user": enrolment.userID, "account": enrolment.accountID])
+                answer.message = Self.credentialsReplaced(enrolment.accountID)
+            } else if held == nil {
+                answer.message = Self.credentialsLost(enrolment.accountID)
+            }
         } else if response.result == .expiredCode,
             try store.appAccounts(enrolment.userID).contains(where: { $0.accountID == enrolment.accountID })
         {
@@ -278,6 +288,20 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             + "(the answer was lost); ask the issuer to enrol the account again for a new code"
     }
 
+    /// Whether the app's credentials of `held` came from the enrolment `referenceID` (created at `createdAtMs`): an
+    /// account activated before the enrolment was kept has no reference, and is told by its time.
+    static func activated(_ held: AppAccountRecord, by referenceID: String, createdAtMs: UInt64) -> Bool {
+        held.referenceID.isEmpty ? held.activatedAtMs >= createdAtMs : held.referenceID == referenceID
+    }
+
+    /// A code the TSP reports used for an account the app holds credentials of another code for: the TSP activated
+    /// the account again with it, which revoked those, and its answer with the new ones was lost.
+    static func credentialsReplaced(_ accountID: String) -> String {
+        "the activation code was already used, but the app never received the credentials it gave account "
+            + "\(accountID) (the answer was lost), and they replaced the ones the app held, which no longer work: the "
+            + "account is removed from the app; ask the issuer to enrol it again for a new code"
+    }
+
     private func save(
         _ response: TspV1.VerifyActivationResponse, userID: String, displayName: String, keys: IssuerAppKeys,
         newUser: AppUserRecord?
@@ -297,7 +321,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                     deviceSecretSealed: try keys.device.seal(
                         Array(device.secret), associatedData: Array("device-credential:\(device.credentialID)".utf8)),
                     digits: Int(user.digits), userCounter: user.counter, deviceCounter: device.counter,
-                    activatedAtMs: nowMs))
+                    activatedAtMs: nowMs, referenceID: response.referenceID))
         } catch let error as IssuerError {
             throw error
         } catch {

@@ -26,6 +26,10 @@ struct AppAccountRecord: Sendable {
     var userCounter: UInt64
     var deviceCounter: UInt64
     var activatedAtMs: UInt64
+    /// The enrolment whose code activated it (empty for accounts activated before this was kept): a retry of that
+    /// code is ALREADY_USED because the app holds its credentials, a retry of any other because an activation whose
+    /// answer was lost replaced them.
+    var referenceID = ""
 }
 
 /// Storage for strong authentication at the issuer: the backend's enrolments (reference id → user and account; the
@@ -97,11 +101,12 @@ extension IssuerStore {
         }
     }
 
-    func enrolment(referenceID: String) throws(IssuerError) -> (userID: String, accountID: String)? {
+    func enrolment(referenceID: String) throws(IssuerError) -> (userID: String, accountID: String, createdAtMs: UInt64)?
+    {
         try storage("look up an enrolment") {
             try database.queryOne(
-                "SELECT user_id, account_id FROM enrolments WHERE reference_id = ?", [referenceID]
-            ).map { (try $0.text(0), try $0.text(1)) }
+                "SELECT user_id, account_id, created_at_ms FROM enrolments WHERE reference_id = ?", [referenceID]
+            ).map { (try $0.text(0), try $0.text(1), UInt64(try $0.int64(2))) }
         }
     }
 
@@ -162,13 +167,14 @@ extension IssuerStore {
                 """
                 INSERT OR REPLACE INTO app_accounts (user_id, account_id, display_name, user_credential_id,
                     user_secret_sealed, device_credential_id, device_secret_sealed, digits, user_counter,
-                    device_counter, activated_at_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    device_counter, activated_at_ms, reference_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     account.userID, account.accountID, account.displayName, account.userCredentialID,
                     account.userSecretSealed, account.deviceCredentialID, account.deviceSecretSealed, account.digits,
                     Int64(account.userCounter), Int64(account.deviceCounter), Int64(account.activatedAtMs),
+                    account.referenceID,
                 ])
         }
     }
@@ -179,7 +185,7 @@ extension IssuerStore {
             try database.query(
                 """
                 SELECT account_id, display_name, user_credential_id, user_secret_sealed, device_credential_id,
-                    device_secret_sealed, digits, user_counter, device_counter, activated_at_ms
+                    device_secret_sealed, digits, user_counter, device_counter, activated_at_ms, reference_id
                 FROM app_accounts WHERE user_id = ? ORDER BY activated_at_ms, account_id
                 """, [userID]
             ).map { row in
@@ -188,7 +194,8 @@ extension IssuerStore {
                     userCredentialID: try row.text(2), userSecretSealed: try row.blob(3),
                     deviceCredentialID: try row.text(4), deviceSecretSealed: try row.blob(5),
                     digits: Int(try row.int64(6)), userCounter: UInt64(try row.int64(7)),
-                    deviceCounter: UInt64(try row.int64(8)), activatedAtMs: UInt64(try row.int64(9)))
+                    deviceCounter: UInt64(try row.int64(8)), activatedAtMs: UInt64(try row.int64(9)),
+                    referenceID: try row.text(10))
             }
         }
     }

@@ -96,6 +96,10 @@ final class IssuerStore: Sendable {
         Migration(
             version: 19, name: "decision-wallet-nodes", sql: "ALTER TABLE decisions ADD COLUMN wallet_node_id TEXT;"),
         Migration(version: 20, name: "app-authn-cards", sql: IssuerStore.appAuthnCardSchema),
+        // The enrolment whose code activated each account in the app (`AppAccountRecord.referenceID`).
+        Migration(
+            version: 21, name: "app-account-references",
+            sql: "ALTER TABLE app_accounts ADD COLUMN reference_id TEXT NOT NULL DEFAULT '';"),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -86,12 +86,11 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         var router = Support.router(party)
         // The party always signs in with the issuer app's own login unless given another; without any, the
         // service refuses to complete sessions.
-        let service =
-            login == nil || walletNoticeLimit != nil
-            ? IssuerAppToAppService(
-                store: party.store, tsp: party.tsp, wallet: walletCaller, login: login, logger: Support.logger(sink),
-                now: { Support.now }, walletNoticeLimit: walletNoticeLimit ?? .seconds(5))
-            : party.appToApp
+        // The wallet is waited for as long as a loaded machine may take to answer in memory (a whole run of the
+        // tests took more than the node's 5 s), unless a test gives its own limit.
+        let service = IssuerAppToAppService(
+            store: party.store, tsp: party.tsp, wallet: walletCaller, login: login, logger: Support.logger(sink),
+            now: { Support.now }, walletNoticeLimit: walletNoticeLimit ?? .seconds(600))
         service.register(on: &router)
         self.router = router
         app = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .wallet))

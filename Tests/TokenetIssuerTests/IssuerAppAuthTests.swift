@@ -139,6 +139,40 @@ import TokenetWire
         #expect(reused.result == .alreadyUsed)
     }
 
+    /// An account the app holds, enrolled and activated again by a code whose answer was lost: the TSP's new
+    /// credentials revoked the app's, so the retry's ALREADY_USED means the account cannot log in. It said "the
+    /// account is activated" and the app kept listing it; it is now removed from the app, and the message says why.
+    /// A retry of the code whose credentials the app holds still says the account is activated.
+    @Test func aCodeUsedByALostReactivationRemovesTheAccountItReplaced() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        let activated = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        #expect(activated.result == .success)
+        let retried = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        #expect(retried.result == .alreadyUsed && !retried.message.contains("never received"), "\(retried)")
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
+
+        let second = try await app.enrol()
+        app.tsp.state.withLock { $0.enrolments[second.reference]?.used = true }
+        let lost = try await app.party.app.activate(
+            code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
+        #expect(lost.result == .alreadyUsed)
+        #expect(
+            lost.message
+                == "the activation code was already used, but the app never received the credentials it gave account "
+                + "acc-alice-checking (the answer was lost), and they replaced the ones the app held, which no longer "
+                + "work: the account is removed from the app; ask the issuer to enrol it again for a new code")
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.isEmpty)
+
+        let third = try await app.enrol()
+        let again = try await app.party.app.activate(
+            code: third.code, referenceID: third.reference, displayName: "Checking", pin: "2580")
+        #expect(again.result == .success)
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
+    }
+
     /// The TSP activated the account but its answer, with the credentials, never reached the app: trying the code
     /// again is ALREADY_USED, and the app says the credentials were lost and how to get new ones instead of "the
     /// account is activated", which sent the cardholder to a login that fails. A new enrolment activates it.
