@@ -173,10 +173,11 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             try store.appAccounts(enrolment.userID).contains(where: { $0.accountID == enrolment.accountID })
         {
             // activate-linked activated the account with a code of its own, which replaced this one: "ask the
-            // issuer for a new code" sent the cardholder for a code they do not need.
+            // issuer for a new code" sent the cardholder for a code they do not need. A code that expired with no
+            // newer one is not said to be replaced.
+            let how = try store.hasNewerEnrolment(than: referenceID) ? "since replaced" : "expired"
             answer.message =
-                "account \(enrolment.accountID) is already activated in the app, so this code, since replaced, is "
-                + "not needed"
+                "account \(enrolment.accountID) is already activated in the app, so this code, \(how), is not needed"
         }
         logger.info(
             "account activation",

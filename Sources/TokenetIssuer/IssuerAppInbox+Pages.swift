@@ -65,9 +65,20 @@ extension IssuerAppInbox {
             last = place
             return true
         }
+        // Requests past their expiry unanswered: the messages that asked them no longer invite an answer, as those of
+        // answered requests do not ("proceed or cancel" beside a request listed EXPIRED).
+        let expiredIDs = Set(
+            authn.lazy.filter { Self.status(of: $0, nowMs: nowMs) == Self.expired && $0.request.status == Self.pending }
+                .map(\.request.authnRequestID))
         for (index, row) in notificationRows.enumerated() where after.map({ .notification(row: row) > $0 }) ?? true {
             guard take(.notification(row: row)) else { return response }
-            response.notifications.append(notifications[index])
+            var entry = notifications[index]
+            if !expiredIDs.isEmpty, case .authn(let body)? = entry.notification?.body,
+                expiredIDs.contains(body.authnRequestID), entry.action.hasPrefix(Self.asking(body))
+            {
+                entry.action = Self.describeAnswered(body, status: Self.expired)
+            }
+            response.notifications.append(entry)
         }
         for kept in authn where after.map({ .authn(row: kept.row) > $0 }) ?? true {
             guard take(.authn(row: kept.row)) else { return response }

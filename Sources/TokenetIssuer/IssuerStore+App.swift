@@ -110,6 +110,19 @@ extension IssuerStore {
         }
     }
 
+    /// Whether the same account was enrolled again after `referenceID` (by `enroll`, or `activate-linked`), whose
+    /// code then replaced this one's.
+    func hasNewerEnrolment(than referenceID: String) throws(IssuerError) -> Bool {
+        try storage("look up the account's enrolments") {
+            try database.queryOne(
+                """
+                SELECT 1 FROM enrolments AS later JOIN enrolments AS this ON this.reference_id = ?
+                WHERE later.user_id = this.user_id AND later.account_id = this.account_id AND later.rowid > this.rowid
+                LIMIT 1
+                """, [referenceID]) != nil
+        }
+    }
+
     // MARK: App
 
     func appUser(_ userID: String) throws(IssuerError) -> AppUserRecord? {

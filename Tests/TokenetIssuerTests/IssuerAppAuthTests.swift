@@ -205,8 +205,15 @@ import TokenetWire
         let answer = try await app.party.app.activate(
             code: again.code, referenceID: again.reference, displayName: "", pin: "2580")
         #expect(answer.result == .expiredCode)
+        // No newer enrolment: the code expired, and is not said to be replaced (it was, with none to replace it).
         #expect(
             answer.message
+                == "account acc-alice-checking is already activated in the app, so this code, expired, is not needed")
+        _ = try await app.enrol()
+        let replaced = try await app.party.app.activate(
+            code: again.code, referenceID: again.reference, displayName: "", pin: "2580")
+        #expect(
+            replaced.message
                 == "account acc-alice-checking is already activated in the app, so this code, since replaced, is not "
                 + "needed")
         // For an account not in the app, the TSP's words stand.

@@ -97,6 +97,24 @@ import TokenetWire
         #expect(inbox.authnRequests.map(\.status) == ["CANCELLED"])
     }
 
+    /// A request past its expiry unanswered is listed EXPIRED, and the message that asked it no longer invites an
+    /// answer: it went on saying "proceed or cancel", which the TSP then refused.
+    @Test func anExpiredRequestIsNoLongerAskedFor() throws {
+        var inbox = IssuerAppInbox()
+        let body = TspV1.AuthnBody(
+            authnRequestID: "authn-1", amountMinor: 700, currency: "USD", merchant: "Late", expiresAtMs: 10_000)
+        _ = inbox.receive(Self.message("AUTHN", body: .authn(body), sender: "TNS"), nowMs: 1_000)
+        let all = try PageRequest(size: 100, token: "", call: "Notifications")
+        let before = try inbox.page(all, nowMs: 5_000)
+        #expect(
+            before.notifications.map(\.action) == [
+                "authenticate 7.00 USD at Late? (request authn-1: proceed or cancel)"
+            ])
+        let after = try inbox.page(all, nowMs: 10_000)
+        #expect(after.notifications.map(\.action) == ["authenticate 7.00 USD at Late? (request authn-1: EXPIRED)"])
+        #expect(after.authnRequests.map(\.status) == ["EXPIRED"])
+    }
+
     @Test func theInboxIsBounded() {
         var inbox = IssuerAppInbox()
         for index in 0..<(IssuerAppInbox.capacity + 3) {
