@@ -121,6 +121,7 @@ public struct Migrator: Sendable {
     }
 
     private func recorded(in transaction: Transaction) throws -> [AppliedMigration] {
+        try refuseForeignTables(in: transaction)
         try transaction.executeScript(Self.createTable)
         return try transaction.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
             .map { row in
@@ -130,7 +131,39 @@ public struct Migrator: Sendable {
             }
     }
 
+    /// A database with tables but no record of migrations is another program's (an SQLite file put in the node's
+    /// place): the node made its tables beside that program's and carried on, with no word of the data it found.
+    private func refuseForeignTables(in transaction: Transaction) throws {
+        let recordedBefore = try transaction.queryOne(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+        guard recordedBefore == nil else { return }
+        let others = try transaction.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) != 'sqlite_' ORDER BY name LIMIT 4"
+        ).map { try $0.text(0) }
+        guard !others.isEmpty else { return }
+        let named = others.prefix(3).joined(separator: ", ") + (others.count > 3 ? ", …" : "")
+        throw StorageError(
+            .schema,
+            "the database holds tables of another program (\(named)) and no record of Tokenet's migrations: it is not "
+                + "this node's database, and is left untouched; move it away, or give the node another data directory")
+    }
+
+    /// Which node's database begins with a migration of this name: a database of another party's node in this
+    /// node's place was said to be "written by a newer Tokenet" (its schema's version is higher), which sent the
+    /// operator looking for an upgrade.
+    static let firstMigrations = ["cards": "a wallet-node", "issuer": "an issuer-node", "provisioning": "a tsp-node"]
+
     private func validate(_ applied: [AppliedMigration]) throws {
+        if let first = applied.first, let ours = migrations.first, first.version == ours.version,
+            first.name != ours.name
+        {
+            let whose = Self.firstMigrations[first.name].map { "a database of \($0)" } ?? "another kind of database"
+            throw StorageError(
+                .schema,
+                "the database begins with migration \(first.version) '\(first.name)', where this node's begins with "
+                    + "'\(ours.name)': it is \(whose), not this node's, and is left untouched; give each node its own "
+                    + "data directory")
+        }
         let newest = applied.last?.version ?? 0
         guard newest <= latestVersion else {
             throw StorageError(

@@ -101,6 +101,34 @@ import Testing
         #expect(unknown?.message.contains("unknown to this code") == true)
     }
 
+    /// Another party's database under this node's file name: named as such, not as one "written by a newer
+    /// Tokenet" (its schema is at a higher version) or by a renamed first migration.
+    @Test func anotherNodesDatabaseIsNamedAsSuch() throws {
+        let database = try Database.openInMemory()
+        try Migrator([Migration(version: 1, name: "issuer", sql: "CREATE TABLE a (id INTEGER);")]).migrate(database)
+        let error = #expect(throws: StorageError.self) { try Migrator(Self.migrations).migrate(database) }
+        #expect(error?.code == .schema)
+        #expect(
+            error?.message
+                == "the database begins with migration 1 'issuer', where this node's begins with 'cards': it is a "
+                + "database of an issuer-node, not this node's, and is left untouched; give each node its own data "
+                + "directory")
+    }
+
+    /// An SQLite file of another program (tables, but no record of migrations) is left as it is: the node added its
+    /// own tables to it and carried on.
+    @Test func anotherProgramsDatabaseIsLeftUntouched() throws {
+        let database = try Database.openInMemory()
+        try database.execute("CREATE TABLE photos (a)")
+        let error = #expect(throws: StorageError.self) { try Migrator(Self.migrations).migrate(database) }
+        #expect(error?.code == .schema)
+        #expect(error?.message.hasPrefix("the database holds tables of another program (photos)") == true)
+        #expect(
+            try database.query("SELECT name FROM sqlite_master WHERE type = 'table'").map { try $0.text(0) } == [
+                "photos"
+            ])
+    }
+
     @Test func aMigrationOlderThanTheDatabaseButNeverAppliedIsRefused() throws {
         let database = try Database.openInMemory()
         try Migrator([Self.migrations[0], Self.migrations[2]]).migrate(database)
