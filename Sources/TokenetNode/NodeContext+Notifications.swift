@@ -1,4 +1,19 @@
 extension NodeContext {
+    /// A file of the data directory the node cannot open or write at its start (a directory in its place, an
+    /// immutable file) is the operator's to fix before a restart can help: status 2, as for the data directory and
+    /// its database, with what to check. It was status 1 with the bare system error, as a node failing while running.
+    static func operatorsToFix<T>(_ open: () throws(NodeError) -> T) throws(NodeError) -> T {
+        do {
+            return try open()
+        } catch  where error.code == .io {
+            throw NodeError(
+                .config,
+                "\(error.description); the node keeps this file in its data directory: make it a regular file this "
+                    + "user can write (check its mode and owner, and `lsattr` for the immutable attribute), then start "
+                    + "the node again")
+        }
+    }
+
     /// Starts this node's subscription to the TSP's notifications (`--tsp`, over this node's certificate, which
     /// names its queue), handing each message to `handler`; the processed-id journal lives in the data directory.
     /// Returns nil without `--tsp`, or in plaintext mode, where the broker cannot tell whose queue to open.
@@ -13,11 +28,14 @@ extension NodeContext {
             return nil
         }
         var subscriberOptions = NotificationSubscriber.Options(
-            instanceID: try NodeInstance.id(directory: dataDirectory))
+            instanceID: try Self.operatorsToFix { () throws(NodeError) in try NodeInstance.id(directory: dataDirectory)
+            })
         subscriberOptions.beforeSubscribing = beforeSubscribing
+        let processed = try Self.operatorsToFix { () throws(NodeError) in
+            try ProcessedNotificationLog.open(directory: dataDirectory)
+        }
         let subscriber = NotificationSubscriber(
-            tsp: try channel(to: .tsp), handler: handler,
-            processed: try ProcessedNotificationLog.open(directory: dataDirectory), logger: logger,
+            tsp: try channel(to: .tsp), handler: handler, processed: processed, logger: logger,
             options: subscriberOptions)
         runInBackground { await subscriber.run() }
         return subscriber
