@@ -7,13 +7,16 @@ import Synchronization
 /// notification queues, append to the same processed-message log and, holding one identity, replace each other's
 /// subscription at the TSP again and again. The second node is refused at start instead. The hold is an flock(2)
 /// on `node.lock`, which the kernel releases when the process ends, also after a crash or SIGKILL, so a stale
-/// lock never needs cleaning up.
+/// lock never needs cleaning up; `node.lock` also holds the holder's pid, for the refusal. The directory itself is
+/// locked the same way first: a `node.lock` deleted while its node ran let a second node lock a new file of that name
+/// and run on the same database.
 ///
 /// `tokenet up --dir` takes one of its own (`up.lock`) the same way, before it touches anything in the directory.
 public final class DataDirectoryLock: Sendable {
     public static let fileName = "node.lock"
 
     private let descriptor: Int32
+    private let directoryDescriptor: Int32
     private let released = Atomic<Bool>(false)
 
     /// Takes the lock, or says which process holds it (`FLAG: DIRECTORY is in use by another OWNER (pid N)`).
@@ -22,25 +25,46 @@ public final class DataDirectoryLock: Sendable {
         owner: String = "node"
     ) throws(NodeError) {
         let path = (directory as NSString).appendingPathComponent(fileName)
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw NodeError(.io, "cannot open \(path)", cause: SystemCallError(call: "open", errno: errno))
-        }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            let holder = Self.recordedPID(descriptor).map { " (pid \($0))" } ?? ""
-            close(descriptor)
-            guard code == EWOULDBLOCK else {
-                throw NodeError(.io, "cannot lock \(path)", cause: SystemCallError(call: "flock", errno: code))
-            }
-            throw NodeError(
+        let inUse = { (holder: String) in
+            NodeError(
                 .config,
                 "\(flag): \(directory) is in use by another \(owner)\(holder); give each \(owner) a directory of its own"
             )
         }
+        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directoryDescriptor >= 0 else {
+            throw NodeError(.io, "cannot open \(directory)", cause: SystemCallError(call: "open", errno: errno))
+        }
+        guard flock(directoryDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(directoryDescriptor)
+            guard code == EWOULDBLOCK else {
+                throw NodeError(.io, "cannot lock \(directory)", cause: SystemCallError(call: "flock", errno: code))
+            }
+            // The holder's pid is in its lock file, unless that was deleted.
+            throw inUse(Self.recordedPID(path: path).map { " (pid \($0))" } ?? "")
+        }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            let code = errno
+            close(directoryDescriptor)
+            throw NodeError(.io, "cannot open \(path)", cause: SystemCallError(call: "open", errno: code))
+        }
+        // Still taken, for a node of an earlier version that locks the file alone.
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            let holder = Self.recordedPID(descriptor).map { " (pid \($0))" } ?? ""
+            close(descriptor)
+            close(directoryDescriptor)
+            guard code == EWOULDBLOCK else {
+                throw NodeError(.io, "cannot lock \(path)", cause: SystemCallError(call: "flock", errno: code))
+            }
+            throw inUse(holder)
+        }
         let pid = Array("\(getpid())\n".utf8)
         if ftruncate(descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } }
         self.descriptor = descriptor
+        self.directoryDescriptor = directoryDescriptor
     }
 
     /// Lets the next node in: called once the node has stopped serving. Only the first call closes the descriptor,
@@ -48,6 +72,14 @@ public final class DataDirectoryLock: Sendable {
     public func release() {
         guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
         close(descriptor)
+        close(directoryDescriptor)
+    }
+
+    private static func recordedPID(path: String) -> Int32? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        return recordedPID(descriptor)
     }
 
     private static func recordedPID(_ descriptor: Int32) -> Int32? {

@@ -154,6 +154,24 @@ import TokenetWire
         try await offThePool { second.stop() }
     }
 
+    /// The lock file deleted while its node runs: the directory itself is locked too, so a second node is still
+    /// refused (it locked a new file of that name and ran on the same database).
+    @Test func aDeletedLockFileLetsNoSecondNodeIn() throws {
+        let directory = try TemporaryDirectory()
+        let data = directory.path("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
+        let first = try DataDirectoryLock(directory: data)
+        try FileManager.default.removeItem(
+            atPath: (data as NSString).appendingPathComponent(DataDirectoryLock.fileName))
+        let failure = try #require(throws: NodeError.self) { _ = try DataDirectoryLock(directory: data) }
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description
+                == "--data-dir: \(data) is in use by another node; give each node a directory of its own")
+        first.release()
+        try DataDirectoryLock(directory: data).release()
+    }
+
     /// A file where the data directory should be is a wrong --data-dir (status 2), named as such, where mkdir's
     /// "File exists" (status 1) left the person guessing.
     /// The data directory holds the database and the keys: made 0700 whatever the umask, where it was 0777 under
