@@ -8,6 +8,30 @@ import TokenetNode
 enum TSPKeyFiles {
     static func directory(in dataDirectory: String) -> String { dataDirectory + "/keys" }
 
+    /// The key files a used data directory should hold, with what a new one in its place breaks: checked before they
+    /// are loaded (a missing one is made anew), so that a key lost from a TSP that holds data is said, where it was
+    /// remade without a word.
+    static let remadeKeys = [
+        (
+            "card-key-current.pem",
+            "card data encrypted to the old key (by wallets and issuers that fetched it) can no longer be read"
+        ),
+        ("access-token.key", "access tokens issued before no longer verify: cardholders sign in again"),
+    ]
+
+    /// Warnings for the key files missing from `dataDirectory` while its database holds data (call before loading).
+    static func missingKeyWarnings(dataDirectory: String) -> [String] {
+        let database = dataDirectory + "/tsp.sqlite"
+        let size = (try? FileManager.default.attributesOfItem(atPath: database)[.size] as? NSNumber)?.uint64Value ?? 0
+        guard size > 0 else { return [] }
+        return remadeKeys.compactMap { name, loss in
+            let path = directory(in: dataDirectory) + "/" + name
+            guard !FileManager.default.fileExists(atPath: path) else { return nil }
+            return "\(path) is missing, though \(database) holds data: a new key is made in its place, and \(loss); "
+                + "stop the node and restore the key from a backup if there is one"
+        }
+    }
+
     /// Loads the keyring, making and saving a first key when there is none.
     static func loadKeyring(dataDirectory: String) throws -> TSPKeyring {
         let directory = try makeDirectory(dataDirectory)

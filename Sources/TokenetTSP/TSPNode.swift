@@ -79,6 +79,7 @@ public enum TSPNode {
         let service: TSPService
         let broker: NotificationBroker
         do {
+            for warning in TSPKeyFiles.missingKeyWarnings(dataDirectory: dataDirectory) { logger.warning(warning) }
             let vaultKey = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
