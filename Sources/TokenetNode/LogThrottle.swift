@@ -65,6 +65,21 @@ public final class LogThrottle: Sendable {
         return (true, heldBack)
     }
 
+    /// Writes the newest line held back now, with the count of the others, whatever is left of the interval: for a
+    /// node that stops, whose armed flush would come after its last line (a drain's "call failed" lines lost their
+    /// count and their newest line).
+    public func flushHeldBack() {
+        let held = state.withLock { state -> (Line, Int)? in
+            guard state.heldBack > 0, let line = state.latest else { return nil }
+            let notShown = state.heldBack - 1
+            state.latest = nil
+            state.heldBack = 0
+            state.lastLine = .now
+            return (line, notShown)
+        }
+        if let (line, notShown) = held { line(notShown) }
+    }
+
     /// Waits on a thread of its own, not in a sleeping task: a node out of file descriptors (the very failure this
     /// throttles) cannot make the timer a task's sleep needs, and the concurrency runtime stops the process when it
     /// cannot (a node out of descriptors died at its second "accept failed" line).

@@ -26,6 +26,8 @@ public final class RPCNodeListener: NodeListener {
     private let logger: Logger
     private let outgoing: NodeOutgoing
     private let resources: NodeResources
+    /// The throttles of the node's log lines, whose held-back lines are written as it stops.
+    private let throttles: @Sendable () -> [LogThrottle]
 
     /// How long the statuses that end the calls left at the end of the drain have to leave before the event loop
     /// stops: a second is plenty for a peer that reads, and a peer that does not read is cut off either way.
@@ -40,8 +42,10 @@ public final class RPCNodeListener: NodeListener {
         drainTimeout: Duration,
         logger: Logger,
         outgoing: NodeOutgoing,
-        resources: NodeResources
+        resources: NodeResources,
+        throttles: @escaping @Sendable () -> [LogThrottle]
     ) {
+        self.throttles = throttles
         self.outgoing = outgoing
         self.resources = resources
         self.boundAddress = boundAddress
@@ -349,7 +353,11 @@ public final class RPCNodeListener: NodeListener {
             drainTimeout: .milliseconds(options.drainTimeoutMilliseconds),
             logger: logger,
             outgoing: outgoing,
-            resources: resources
+            resources: resources,
+            throttles: {
+                failedCalls.withLock { Array($0.values) }
+                    + [closedWithProblems, peerRefusals, refusals, handshakeRefusals]
+            }
         )
     }
 
@@ -377,6 +385,8 @@ public final class RPCNodeListener: NodeListener {
         }
         serving.cancel()
         loop.shutdown()
+        // The lines held back (the drain's last "call failed" lines) are written before the node's last lines.
+        for throttle in throttles() { throttle.flushHeldBack() }
         // Nothing serves calls or runs towards peers any more: the database can be closed (which checkpoints it).
         resources.closeAll(logger: logger)
     }

@@ -30,6 +30,21 @@ import TokenetNode
         #expect(sink.lines.last?.contains("not_shown=9") == true, "\(sink.lines)")
     }
 
+    /// A node that stops writes the line held back at once, with its count: the flush armed for the end of the
+    /// interval came after the node's last line, and the drain's last "call failed" lines were lost.
+    @Test func aStopWritesTheLineHeldBack() {
+        let sink = MemoryLogSink()
+        let logger = Logger(node: "issuer-node", level: .info, sink: sink)
+        let throttle = LogThrottle(interval: .seconds(3600))
+        for attempt in 1...3 { logger.info("call failed", error: "attempt \(attempt)", throttledBy: throttle) }
+        #expect(sink.lines.count == 1, "\(sink.lines)")
+        throttle.flushHeldBack()
+        #expect(sink.lines.count == 2, "\(sink.lines)")
+        #expect(sink.lines.last?.contains("error=\"attempt 3\" not_shown=1") == true, "\(sink.lines)")
+        throttle.flushHeldBack()
+        #expect(sink.lines.count == 2, "nothing more is held: \(sink.lines)")
+    }
+
     /// A burst that ends is counted without waiting for the next failure of its kind: the newest line held back goes
     /// out at the end of the interval, with the count of the others.
     @Test func aBurstThatEndsIsCountedAtTheEndOfTheInterval() async throws {
