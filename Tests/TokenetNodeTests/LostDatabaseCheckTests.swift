@@ -13,18 +13,18 @@ import TokenetTestSupport
         func warning() -> String? { LostDatabaseCheck.warning(directory: dir, database: "tsp.sqlite", marker: "m.key") }
         // A first start: nothing there yet, or only the database it is making.
         #expect(warning() == nil)
-        FileManager.default.createFile(atPath: dir + "/tsp.sqlite", contents: Data())
+        _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite", contents: Data())
         #expect(warning() == nil)
         // An earlier start's file: the empty database is a lost one.
-        FileManager.default.createFile(atPath: dir + "/m.key", contents: Data("k".utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/m.key", contents: Data("k".utf8))
         let text = try #require(warning())
         #expect(text.hasPrefix("\(dir)/tsp.sqlite is empty (0 bytes), though m.key (from "), "\(text)")
         #expect(text.contains("Stop it and restore tsp.sqlite from a backup (with its keys)"), "\(text)")
         // What SQLite has not yet copied into the file is in its write-ahead log: not lost.
-        FileManager.default.createFile(atPath: dir + "/tsp.sqlite-wal", contents: Data(repeating: 1, count: 32))
+        _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite-wal", contents: Data(repeating: 1, count: 32))
         #expect(warning() == nil)
         try FileManager.default.removeItem(atPath: dir + "/tsp.sqlite-wal")
-        FileManager.default.createFile(atPath: dir + "/tsp.sqlite", contents: Data(repeating: 0, count: 4096))
+        _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite", contents: Data(repeating: 0, count: 4096))
         #expect(warning() == nil)
     }
 

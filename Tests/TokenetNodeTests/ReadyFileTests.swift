@@ -63,14 +63,14 @@ import TokenetTransport
         }
         #expect(sameKey.description.contains("is the node's --key file"))
         // An empty file (mktemp's) and an earlier node's ready file are taken.
-        FileManager.default.createFile(atPath: directory.path("empty"), contents: Data())
+        _ = FileManager.default.createFile(atPath: directory.path("empty"), contents: Data())
         try ReadyFile.checkWritable(directory.path("empty"))
         let written = try ReadyFile.write(ReadyInfo(node: "n", pid: 1, listen: "a:1"), to: directory.path("empty"))
         try ReadyFile.checkWritable(directory.path("empty"))
         // At stop, a file that took the path since is left alone; the node's own is removed.
         // Moved aside rather than deleted, so the new file cannot get the freed inode number.
         try FileManager.default.moveItem(atPath: directory.path("empty"), toPath: directory.path("moved"))
-        FileManager.default.createFile(atPath: directory.path("empty"), contents: Data("other".utf8))
+        _ = FileManager.default.createFile(atPath: directory.path("empty"), contents: Data("other".utf8))
         written.remove()
         #expect(FileManager.default.fileExists(atPath: directory.path("empty")))
         let again = try ReadyFile.write(ReadyInfo(node: "n", pid: 1, listen: "a:1"), to: directory.path("empty"))
