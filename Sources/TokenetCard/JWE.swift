@@ -203,8 +203,14 @@ struct JWEParts {
         value.map { "\"\(printable($0))\"" } ?? "missing"
     }
 
-    /// Header values come from the sender; long ones are cut so an error message stays readable.
+    /// Header values come from the sender; long ones are cut so an error message stays readable. Never inside a
+    /// number: a card number across the cut kept too few digits in the message for the masking of the logs and the
+    /// node's status messages, which take 13 or more, and its first 12 were shown (as `ShownPrefix` cuts elsewhere).
     static func printable(_ value: String) -> String {
-        value.count <= 100 ? value : String(value.prefix(100)) + "…"
+        guard value.count > 100 else { return value }
+        var kept = value.prefix(100)
+        let tail = kept.reversed().prefix { !$0.isLetter }
+        if tail.contains(where: \.isNumber) { kept = kept.dropLast(tail.count) }
+        return String(kept) + "…"
     }
 }

@@ -358,3 +358,15 @@ import Testing
         }
     }
 }
+
+@Suite struct JWEHeaderTextTests {
+    /// A long header value is cut outside a number: a card number across the 100th character left its first digits,
+    /// too few for the masking of the message, in clear.
+    @Test func aLongHeaderValueIsNotCutInsideANumber() {
+        let value = String(repeating: "k", count: 90) + "-4761739001010010-tail"
+        #expect(JWEParts.printable(value) == String(repeating: "k", count: 90) + "…")
+        let words = String(repeating: "kid ", count: 30)
+        #expect(JWEParts.printable(words) == String(words.prefix(100)) + "…")
+        #expect(JWEParts.printable("short") == "short")
+    }
+}
