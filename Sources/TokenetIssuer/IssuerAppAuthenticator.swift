@@ -157,7 +157,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             answer.pinSet = newUser != nil
         } else if response.result == .alreadyUsed {
             let held = try store.appAccounts(enrolment.userID).first { $0.accountID == enrolment.accountID }
-            if let held, !Self.activated(held, by: referenceID, createdAtMs: enrolment.createdAtMs) {
+            if let held, try replaced(held, by: referenceID, createdAtMs: enrolment.createdAtMs) {
                 // The TSP activated the account again with this code, which revoked the credentials the app holds,
                 // and its answer with the new ones was lost: the account cannot log in, though the app listed it
                 // and said "the account is activated".
@@ -168,6 +168,12 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                 answer.message = Self.credentialsReplaced(enrolment.accountID)
             } else if held == nil {
                 answer.message = Self.credentialsLost(enrolment.accountID)
+            } else if held?.referenceID != referenceID {
+                // An older code, used before the one behind the app's credentials was issued (an old message opened
+                // again): nothing happened to the account.
+                answer.message =
+                    "the activation code was already used, and account \(enrolment.accountID) is activated in the app "
+                    + "with a newer one: this code is not needed"
             }
         } else if response.result == .expiredCode,
             try store.appAccounts(enrolment.userID).contains(where: { $0.accountID == enrolment.accountID })
@@ -289,10 +295,16 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             + "(the answer was lost); ask the issuer to enrol the account again for a new code"
     }
 
-    /// Whether the app's credentials of `held` came from the enrolment `referenceID` (created at `createdAtMs`): an
-    /// account activated before the enrolment was kept has no reference, and is told by its time.
-    static func activated(_ held: AppAccountRecord, by referenceID: String, createdAtMs: UInt64) -> Bool {
-        held.referenceID.isEmpty ? held.activatedAtMs >= createdAtMs : held.referenceID == referenceID
+    /// Whether the code of enrolment `referenceID` (made at `createdAtMs`), reported used, replaced the app's
+    /// credentials of `held`: only a code issued after the one behind them can have (enrolling again replaces the
+    /// account's earlier code, so an older code was used before them). The app's credentials' enrolment is compared
+    /// by the order they were made in; one no longer kept, or an account activated before the app kept it, by time.
+    func replaced(_ held: AppAccountRecord, by referenceID: String, createdAtMs: UInt64) throws(IssuerError) -> Bool {
+        guard held.referenceID != referenceID else { return false }
+        if !held.referenceID.isEmpty, let newer = try store.enrolment(referenceID, isNewerThan: held.referenceID) {
+            return newer
+        }
+        return held.activatedAtMs < createdAtMs
     }
 
     /// A code the TSP reports used for an account the app holds credentials of another code for: the TSP activated

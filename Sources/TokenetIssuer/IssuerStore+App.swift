@@ -123,6 +123,18 @@ extension IssuerStore {
         }
     }
 
+    /// Whether the enrolment `referenceID` was made after `other` (nil when either is no longer kept).
+    func enrolment(_ referenceID: String, isNewerThan other: String) throws(IssuerError) -> Bool? {
+        try storage("compare two enrolments") {
+            try database.queryOne(
+                """
+                SELECT this.rowid > other.rowid FROM enrolments AS this JOIN enrolments AS other
+                ON this.reference_id = ? AND other.reference_id = ?
+                """, [referenceID, other]
+            ).map { try $0.int64(0) != 0 }
+        }
+    }
+
     // MARK: App
 
     func appUser(_ userID: String) throws(IssuerError) -> AppUserRecord? {

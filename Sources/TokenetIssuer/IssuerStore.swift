@@ -118,6 +118,16 @@ final class IssuerStore: Sendable {
     /// Opens (creating) `issuer.sqlite` in `directory`, with the vault key next to it; a key that cannot open the
     /// sealed data the database already holds is refused (`.keys`, caused by `CardError.vaultKeyMismatch`).
     static func open(directory: String) throws(IssuerError) -> IssuerStore {
+        // A database that is not the issuer's is refused before a vault key is made beside it.
+        do {
+            try Migrator(Self.migrations).checkOwnership(ofFileAt: Self.path(in: directory))
+        } catch let error as StorageError where error.code == .corrupt {
+            throw damaged(Self.path(in: directory), error)
+        } catch {
+            throw IssuerError(
+                .storage, "cannot open \(Self.path(in: directory))",
+                cause: (error as? StorageError) ?? IssuerDescribedError(error))
+        }
         let key: VaultKeyFile
         do {
             key = try VaultKeyFile(path: (directory as NSString).appendingPathComponent("issuer-vault.key"))

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One schema step: applied once, in version order, inside its own transaction.
 ///
 /// `sql` may hold several statements but must not hold `BEGIN`, `COMMIT` or `ROLLBACK`. Foreign keys stay on while
@@ -153,10 +155,37 @@ public struct Migrator: Sendable {
     /// operator looking for an upgrade.
     static let firstMigrations = ["cards": "a wallet-node", "issuer": "an issuer-node", "provisioning": "a tsp-node"]
 
-    private func validate(_ applied: [AppliedMigration]) throws {
-        if let first = applied.first, let ours = migrations.first, first.version == ours.version,
-            first.name != ours.name
-        {
+    /// Refuses (`.schema`) a database that is not one of these migrations' (another program's tables, another kind of
+    /// Tokenet database), as `migrate` would, without changing it: for a node that makes files beside its database
+    /// (keys) and must not make them for a database it then refuses.
+    public func checkOwnership(of database: Database) throws {
+        try database.transaction { transaction in
+            try refuseForeignTables(in: transaction)
+            let recordedBefore = try transaction.queryOne(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+            guard recordedBefore != nil else { return }
+            let first = try transaction.queryOne(
+                "SELECT version, name, applied_at FROM schema_migrations ORDER BY version LIMIT 1"
+            ).map {
+                AppliedMigration(
+                    version: try $0.int("version"), name: try $0.text("name"), appliedAt: try $0.text("applied_at"))
+            }
+            try refuseOtherKind(first: first)
+        }
+    }
+
+    /// `checkOwnership(of:)` for the database file at `path`; a path with no file, or an empty one, passes (a first
+    /// start).
+    public func checkOwnership(ofFileAt path: String) throws {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_size > 0 else { return }
+        let database = try Database.open(path: path)
+        defer { try? database.close() }
+        try checkOwnership(of: database)
+    }
+
+    private func refuseOtherKind(first: AppliedMigration?) throws {
+        if let first, let ours = migrations.first, first.version == ours.version, first.name != ours.name {
             let whose = Self.firstMigrations[first.name].map { "a database of \($0)" } ?? "another kind of database"
             throw StorageError(
                 .schema,
@@ -164,6 +193,10 @@ public struct Migrator: Sendable {
                     + "'\(ours.name)': it is \(whose), not this node's, and is left untouched; give each node its own "
                     + "data directory")
         }
+    }
+
+    private func validate(_ applied: [AppliedMigration]) throws {
+        try refuseOtherKind(first: applied.first)
         let newest = applied.last?.version ?? 0
         guard newest <= latestVersion else {
             throw StorageError(

@@ -19,7 +19,8 @@ enum TSPKeyFiles {
         ("access-token.key", "access tokens issued before no longer verify: cardholders sign in again"),
     ]
 
-    /// Warnings for the key files missing from `dataDirectory` while its database holds data (call before loading).
+    /// Warnings for the key files missing from `dataDirectory` beside a database an earlier start made (call before
+    /// loading, once the database is known to be the TSP's).
     static func missingKeyWarnings(dataDirectory: String) -> [String] {
         let database = dataDirectory + "/tsp.sqlite"
         let size = (try? FileManager.default.attributesOfItem(atPath: database)[.size] as? NSNumber)?.uint64Value ?? 0
@@ -27,8 +28,8 @@ enum TSPKeyFiles {
         return remadeKeys.compactMap { name, loss in
             let path = directory(in: dataDirectory) + "/" + name
             guard !FileManager.default.fileExists(atPath: path) else { return nil }
-            return "\(path) is missing, though \(database) holds data: a new key is made in its place, and \(loss); "
-                + "stop the node and restore the key from a backup if there is one"
+            return "\(path) is missing, though \(database) shows this data directory was used before: a new key is "
+                + "made in its place, and \(loss); stop the node and restore the key from a backup if there is one"
         }
     }
 

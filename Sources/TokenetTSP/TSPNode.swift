@@ -79,6 +79,8 @@ public enum TSPNode {
         let service: TSPService
         let broker: NotificationBroker
         do {
+            // A database that is not the TSP's is refused before any key is made beside it, or warned of as missing.
+            try TSPStore.checkOwnership(path: dataDirectory + "/tsp.sqlite")
             for warning in TSPKeyFiles.missingKeyWarnings(dataDirectory: dataDirectory) { logger.warning(warning) }
             let vaultKey = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)

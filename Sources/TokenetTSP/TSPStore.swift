@@ -26,6 +26,12 @@ final class TSPStore: Sendable {
         _ = try Migrator(Self.migrations).migrate(database)
     }
 
+    /// Refuses the database at `path` when it is not a TSP's (`Migrator.checkOwnership`), changing nothing; a path
+    /// with no file, or an empty one, passes (a first start).
+    static func checkOwnership(path: String) throws {
+        try Migrator(Self.migrations).checkOwnership(ofFileAt: path)
+    }
+
     /// Opens the database at `path` with the vault `key`, refusing a key that cannot open the sealed data the
     /// database already holds (`CardError.vaultKeyMismatch`).
     static func open(path: String, key: VaultKeyFile) throws -> TSPStore {

@@ -28,6 +28,11 @@ struct PartyFlags: Sendable, Equatable {
         while let item = try scanner.next() {
             switch item {
             case .valued(let name, let value) where valued.contains(name):
+                // An empty value is a slip (a variable not set): it reached the node as a field left out ("merchant
+                // is required", status 67), or, for a filter, listed everything as if the flag were not there.
+                guard !value.isEmpty else {
+                    throw CLIError(.usage, "\(command): \(name) is empty: give it a value, or leave the flag out")
+                }
                 values[name] = value
                 order.append(name)
             case .valued(let name, let value): rest += [name, value]

@@ -173,6 +173,30 @@ import TokenetWire
         #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
     }
 
+    /// An old code opened again after a newer one activated the account: it was used before the app's credentials
+    /// were issued, so they stand, and the account stays (it was removed, as if a lost activation had replaced them).
+    @Test func anOlderUsedCodeLeavesTheAccountItsNewerCredentials() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        #expect(
+            try await app.party.app.activate(
+                code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580"
+            ).result == .success)
+        let second = try await app.enrol()
+        #expect(
+            try await app.party.app.activate(
+                code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580"
+            ).result == .success)
+        let old = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        #expect(old.result == .alreadyUsed)
+        #expect(
+            old.message
+                == "the activation code was already used, and account acc-alice-checking is activated in the app with "
+                + "a newer one: this code is not needed")
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
+    }
+
     /// The TSP activated the account but its answer, with the credentials, never reached the app: trying the code
     /// again is ALREADY_USED, and the app says the credentials were lost and how to get new ones instead of "the
     /// account is activated", which sent the cardholder to a login that fails. A new enrolment activates it.

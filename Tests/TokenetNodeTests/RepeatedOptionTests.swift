@@ -29,13 +29,26 @@ import TokenetTestSupport
             ["--mode", "receipt", "--wallet-node", "tokenet://wallet/wallet-1"],
             "--wallet-node takes the ID of the wallet"
         ),
-        (["--mode", "receipt", "--wallet-node", ""], "--wallet-node takes the ID of the wallet"),
+        (["--mode", "receipt", "--wallet-node", ""], "--wallet-node is empty: give it a value, or leave the flag out"),
         (["--mode", "session", "--wallet-node", "wallet-1"], "--wallet-node is for --mode receipt"),
     ])
     func aReceiptsWalletNodeIsAnIDAlone(arguments: [String], message: String) throws {
         let result = try runTokenet(["issuer", "push-card", "127.0.0.1:1", "card-1", "--plaintext"] + arguments)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    /// An empty value (a shell variable not set) is refused before anything is sent: it reached the node as a field
+    /// left out (status 67), or, for a filter, listed everything as if the flag were not there.
+    @Test(arguments: [
+        ["issuer", "renew-card", "127.0.0.1:1", "card-1", "--pan", ""],
+        ["tsp", "simulate-transaction", "127.0.0.1:1", "--card", "D", "--amount", "1.00", "--merchant", ""],
+        ["tsp", "tokens", "127.0.0.1:1", "--wallet-account="],
+    ])
+    func anEmptyValueIsRefused(arguments: [String]) throws {
+        let result = try runTokenet(arguments + ["--plaintext"])
+        #expect(result.status == 2, "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains(" is empty: give it a value, or leave the flag out"), "\(result.stderr)")
     }
 
     @Test func headersMayBeRepeated() throws {

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import TokenetNode
+import TokenetStorage
 
 @testable import TokenetTSP
 
@@ -21,11 +23,32 @@ import Testing
         try FileManager.default.removeItem(atPath: directory + "/keys/access-token.key")
         #expect(
             TSPKeyFiles.missingKeyWarnings(dataDirectory: directory) == [
-                "\(directory)/keys/access-token.key is missing, though \(directory)/tsp.sqlite holds data: a new key is "
-                    + "made in its place, and access tokens issued before no longer verify: cardholders sign in again; "
-                    + "stop the node and restore the key from a backup if there is one"
+                "\(directory)/keys/access-token.key is missing, though \(directory)/tsp.sqlite shows this data "
+                    + "directory was used before: a new key is made in its place, and access tokens issued before no "
+                    + "longer verify: cardholders sign in again; stop the node and restore the key from a backup if "
+                    + "there is one"
             ])
         try FileManager.default.removeItem(atPath: directory + "/keys/card-key-current.pem")
         #expect(TSPKeyFiles.missingKeyWarnings(dataDirectory: directory).count == 2)
+    }
+
+    /// Another party's database in the TSP's place is refused before any key is made beside it: the TSP made a new
+    /// vault key, card key and access-token key, and warned that keys were missing, before it refused the file.
+    @Test func anotherNodesDatabaseIsRefusedBeforeAnyKeyIsMade() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-tests-keys-\(UUID())")
+            .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let wallet = try Database.open(path: directory + "/tsp.sqlite")
+        try Migrator([Migration(version: 1, name: "cards", sql: "CREATE TABLE cards (id INTEGER);")]).migrate(wallet)
+        try wallet.close()
+        let logger = Logger(node: "tsp-node", sink: MemoryLogSink())
+        #expect(throws: NodeError.self) {
+            _ = try TSPNode.services(dataDirectory: directory, issuers: IssuerDirectory(fallback: nil), logger: logger)
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/keys"))
+        #expect(throws: StorageError.self) { try TSPStore.checkOwnership(path: directory + "/tsp.sqlite") }
+        // A first start (no file yet) passes.
+        try TSPStore.checkOwnership(path: directory + "/none.sqlite")
     }
 }
