@@ -131,8 +131,8 @@ extension IssuerStore {
                     if let refusal = try binRangeRefusal(pan, in: tx) {
                         throw IssuerError(.invalidArgument, refusal)
                     }
-                    if let other = try otherCard(carrying: pan, besides: id, in: tx) {
-                        throw IssuerError(.alreadyExists, Self.numberInUse(pan, by: other))
+                    if let (other, pending) = try otherCard(carrying: pan, besides: id, in: tx) {
+                        throw IssuerError(.alreadyExists, Self.numberInUse(pan, by: other, pending: pending))
                     }
                     // A number another card gave up in a renewal: a token the TSP's stand-in made from it is still
                     // that card's (`card(thatHad:)`), so it is not given to another.
@@ -221,24 +221,32 @@ extension IssuerStore {
             + ranges.map { "\($0.low)-\($0.high)" }.joined(separator: ", ") + ")"
     }
 
-    /// The id of a card other than `id` whose number, or whose pending renewal's number, is `pan`. Numbers are
-    /// sealed, so the cards sharing the last four digits are opened and compared.
-    private func otherCard(carrying pan: PAN, besides id: String, in tx: Transaction) throws -> String? {
+    /// The id of a card other than `id` whose number, or whose pending renewal's number (`pending`), is `pan`.
+    /// Numbers are sealed, so the cards sharing the last four digits are opened and compared.
+    private func otherCard(carrying pan: PAN, besides id: String, in tx: Transaction) throws -> (String, pending: Bool)?
+    {
         let rows = try tx.query(
             """
-            SELECT id, pan_sealed FROM cards WHERE last4 = ? AND id != ?
-            UNION ALL SELECT id, pending_pan_sealed FROM cards WHERE pending_last4 = ? AND id != ?
+            SELECT id, pan_sealed, 0 FROM cards WHERE last4 = ? AND id != ?
+            UNION ALL SELECT id, pending_pan_sealed, 1 FROM cards WHERE pending_last4 = ? AND id != ?
             """, [pan.last4, id, pan.last4, id])
         for row in rows {
             let other = try row.text(0)
-            if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }
+            if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan {
+                return (other, try row.int64(2) != 0)
+            }
         }
         return nil
     }
 
-    /// The refusal of a number already in use, masked to its last four digits like every message the issuer gives.
-    static func numberInUse(_ pan: PAN, by cardID: String) -> String {
-        "the card number ending \(pan.last4) is already used by card \(cardID); a renewed card needs a number of its own"
+    /// The refusal of a number already in use, or held by another card's renewal still `pending` (it was said to be
+    /// that card's own, which it is not yet), masked to its last four digits like every message the issuer gives.
+    static func numberInUse(_ pan: PAN, by cardID: String, pending: Bool = false) -> String {
+        let holder =
+            pending
+            ? "is held by card \(cardID)'s renewal, which waits for the TSP's answer (repeat or abandon it to settle it)"
+            : "is already used by card \(cardID)"
+        return "the card number ending \(pan.last4) \(holder); a renewed card needs a number of its own"
     }
 
     /// Records `ids` as deleted at the TSP (`deletedTokensSchema`); a token recorded already keeps its first time.

@@ -19,6 +19,8 @@ struct TokenStateBatches {
     private(set) var results: [TspV1.TokenStateResult] = []
     private var answered = 0
     private var firstFailure: RPCError?
+    /// Whether a failed call may have reached the TSP: one that never left this node changed nothing there.
+    private var failureMayHaveReachedTSP = false
     /// The ids of the results the TSP answered (not a failed call's, not the issuer's own refusals).
     private var answeredIDs: Set<String> = []
     /// How many tokens were not sent because the issuer knows them deleted, or unknown to the TSP.
@@ -111,10 +113,15 @@ struct TokenStateBatches {
     /// The call for `batch` failed with `error`.
     mutating func failed(_ batch: [String], _ error: RPCError) {
         if firstFailure == nil { firstFailure = error }
+        if !error.callWasNeverSent { failureMayHaveReachedTSP = true }
+        let what =
+            error.callWasNeverSent
+            ? "the TSP could not be reached for this token, which keeps its state"
+            : "the TSP call for this token failed, so its state is unknown"
         results += batch.map {
             TspV1.TokenStateResult(
                 digitalCardID: $0, tokenState: .unspecified, statusCode: error.code.rawValue,
-                message: "the TSP call for this token failed, so its state is unknown: \(error.message)")
+                message: "\(what): \(error.message)")
         }
     }
 
@@ -122,6 +129,13 @@ struct TokenStateBatches {
     /// when no call was answered, with its code, saying it was the TSP's and that the tokens' states are unknown: the
     /// bare "connection lost" of the issuer's link to the TSP read as the CLI's own connection to the issuer.
     func answer(in ids: [String]) throws(RPCError) -> IssuerV1.IssuerChangeTokenStatesResponse {
+        if answered == 0, let firstFailure, !failureMayHaveReachedTSP {
+            // No call left this node: nothing changed at the TSP, which "unknown" sent the operator to check.
+            throw RPCError(
+                firstFailure.code,
+                "the TSP could not be reached, so no token was changed: \(firstFailure.message); try again once the "
+                    + "TSP can be reached", cause: firstFailure)
+        }
         if answered == 0, let firstFailure {
             throw RPCError(
                 firstFailure.code,

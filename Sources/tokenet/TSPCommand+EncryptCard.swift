@@ -13,7 +13,9 @@ extension TSPCommand {
         the card as the TSP takes it from a wallet: {"jwe": …, "publicKeyIdentifier": …}, the value of
         encryptedCardData in a CheckEligibility request. The card number never leaves this process unencrypted.
         --pan - and --cvc - read the value from standard input (a line each, in the order given; asked for without
-        echo at a terminal), so that it is not on the command line.
+        echo at a terminal), so that it is not on the command line. The card number is checked for its form only (digits,
+        with spaces or dashes), not for its length, its check digit or an expiry in the past: a sandbox's wallet may
+        want to see how the TSP answers a card a real wallet would not send.
         """
 
     static let encryptCard = PartyAction(name: "encrypt-card", valued: ["--pan", "--exp", "--cvc", "--name"]) {

@@ -150,7 +150,11 @@ extension CardCareTests {
             _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: "4761000010000017"))
         }
         #expect(second?.code == .alreadyExists, "\(String(describing: second))")
-        #expect(second?.message.contains("ending 0017 is already used by card \(Cards.visaApprove.0)") == true)
+        #expect(
+            second?.message.contains(
+                "ending 0017 is held by card \(Cards.visaApprove.0)'s renewal, which waits for the TSP's answer")
+                == true,
+            "\(String(describing: second))")
         let again = await Support.rpcError {
             _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
         }

@@ -73,6 +73,26 @@ import TokenetWire
                 + "or the TSP's token history, shows them): connection lost: read failed")
     }
 
+    /// No call left the issuer (the TSP could not be connected to): nothing changed at the TSP, and the answer says
+    /// so rather than that the tokens' states are unknown, which sent the operator to check each one.
+    @Test func noCallSentChangedNothing() {
+        var batches = TokenStateBatches()
+        let notConnected = RPCError(
+            .unavailable, "cannot connect to the tsp-node at 127.0.0.1:1 (--tsp)",
+            cause: NotConnected(reason: "refused"))
+        batches.failed(["A"], notConnected)
+        let error = #expect(throws: RPCError.self) { try batches.answer(in: ["A"]) }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message
+                == "the TSP could not be reached, so no token was changed: cannot connect to the tsp-node at "
+                + "127.0.0.1:1 (--tsp); try again once the TSP can be reached")
+        // One call that may have reached the TSP makes the outcome unknown again.
+        batches.failed(["B"], RPCError(.unavailable, "connection lost: read failed"))
+        let mixed = #expect(throws: RPCError.self) { try batches.answer(in: ["A", "B"]) }
+        #expect(mixed?.message.contains("the tokens' states are unknown") == true)
+    }
+
     @Test func tokensAllKnownGoneAreAnsweredWithoutTheTSP() throws {
         var batches = TokenStateBatches()
         batches.refusedByIssuer(TokenStateBatches.refusal(of: "A", .deleted(sinceMs: 0)))
