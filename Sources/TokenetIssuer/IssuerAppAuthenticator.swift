@@ -20,6 +20,10 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     let iterations: Int
     /// Logins, one of a user at a time (`login`).
     let loginTurns = KeyedTurns<String>()
+    /// Activations, one of a user at a time (`activate`, `activateLinked`): a retry of a code whose first try is
+    /// still under way (a client that gave up waiting) read the account before the first saved its credentials, and
+    /// took the first's ALREADY_USED for a lost activation.
+    let activationTurns = KeyedTurns<String>()
     /// A lock per user for its PIN checks (`keys`); as many as the issuer has users.
     private let pinLocks = Mutex<[String: NSLock]>([:])
     /// Wrong PINs in a row that lock the app until the issuer unlocks it (`IssuerEnrolment.UnlockCredentials`).
@@ -142,6 +146,23 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                 "the activation link names user \(linkUser), but reference \(referenceID) is \(enrolment.userID)'s; "
                     + "open the link from \(linkUser)'s own message")
         }
+        do {
+            return try await activationTurns.one(enrolment.userID, cancelled: CancellationError()) { () async throws in
+                try await self.activateInTurn(
+                    code: code, referenceID: referenceID, enrolment: enrolment, displayName: displayName, pin: pin)
+            }
+        } catch let error as IssuerError {
+            throw error
+        } catch {
+            throw IssuerError(
+                .unavailable, "the activation was cancelled while another one of \(enrolment.userID) was under way")
+        }
+    }
+
+    private func activateInTurn(
+        code: String, referenceID: String, enrolment: (userID: String, accountID: String, createdAtMs: UInt64),
+        displayName: String, pin: String
+    ) async throws(IssuerError) -> IssuerV1.AppActivateResponse {
         // The PIN is checked before the code reaches the TSP, so a wrong PIN does not use up the code.
         let (keys, newUser) = try keysForActivation(userID: enrolment.userID, pin: pin)
         let name = displayName.isEmpty ? enrolment.accountID : displayName
@@ -244,6 +265,20 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     /// Activates every account of the user not yet in the app, in one bulk call; one result per account.
     func activateLinked(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.ActivateLinkedResponse {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
+        do {
+            return try await activationTurns.one(userID, cancelled: CancellationError()) { () async throws in
+                try await self.activateLinkedInTurn(userID: userID, pin: pin)
+            }
+        } catch let error as IssuerError {
+            throw error
+        } catch {
+            throw IssuerError(.unavailable, "the activation was cancelled while another one of \(userID) was under way")
+        }
+    }
+
+    private func activateLinkedInTurn(userID: String, pin: String) async throws(IssuerError)
+        -> IssuerV1.ActivateLinkedResponse
+    {
         // The activation code delivered to the cardholder is what proves them; a PIN they choose proves nothing
         // until an account was activated with a code. Without this, anyone allowed to call the app's service could
         // set the PIN of a user who never set one, activate every account, and log in.

@@ -68,6 +68,15 @@ public final class Database: Sendable {
         return Database(path: path, connection: connection)
     }
 
+    /// Opens the existing database at `path` for reading only, as it is: no journal mode, no permissions changed, no
+    /// file created. For a look at a file before the node takes it as its own (`Migrator.checkOwnership`).
+    public static func openReadOnly(path: String, options: Options = Options()) throws -> Database {
+        let connection = try Connection(path: path, cacheCapacity: options.statementCacheCapacity, readOnly: true)
+        let (seconds, _) = options.busyTimeout.components
+        sqlite3_busy_timeout(connection.handle, Int32(clamping: max(seconds, 0) * 1000))
+        return Database(path: path, connection: connection)
+    }
+
     /// A database holds what only its node may read (one-time codes in an issuer's outbox, cardholders' contact
     /// details): a new file is created 0600, and an existing one (with its -wal and -shm files) loses any group and
     /// other permissions. SQLite gives the -wal and -shm files the database file's permissions; before, all three

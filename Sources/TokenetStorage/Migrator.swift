@@ -136,14 +136,24 @@ public struct Migrator: Sendable {
     /// A database with tables but no record of migrations is another program's (an SQLite file put in the node's
     /// place): the node made its tables beside that program's and carried on, with no word of the data it found.
     private func refuseForeignTables(in transaction: Transaction) throws {
-        let recordedBefore = try transaction.queryOne(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
-        guard recordedBefore == nil else { return }
-        let others = try transaction.query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) != 'sqlite_' ORDER BY name LIMIT 4"
-        ).map { try $0.text(0) }
-        guard !others.isEmpty else { return }
-        let named = others.prefix(3).joined(separator: ", ") + (others.count > 3 ? ", …" : "")
+        try Self.refuseForeign(tables: try transaction.query(Self.tablesQuery).map { try $0.text(0) })
+    }
+
+    private static let tablesQuery =
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) != 'sqlite_' ORDER BY name"
+
+    /// Refuses tables without `schema_migrations` among them (another program's); none at all is a new database.
+    private static func refuseForeign(tables: [String]) throws {
+        guard !tables.isEmpty, !tables.contains("schema_migrations") else { return }
+        // Names from another program's file: control characters escaped, each cut short.
+        let shown = tables.prefix(3).map { name in
+            let escaped = name.unicodeScalars.map { scalar in
+                scalar.properties.generalCategory == .control
+                    ? "\\u{\(String(scalar.value, radix: 16, uppercase: true))}" : String(scalar)
+            }.joined()
+            return escaped.count > 40 ? String(escaped.prefix(40)) + "…" : escaped
+        }
+        let named = shown.joined(separator: ", ") + (tables.count > 3 ? ", …" : "")
         throw StorageError(
             .schema,
             "the database holds tables of another program (\(named)) and no record of Tokenet's migrations: it is not "
@@ -159,19 +169,16 @@ public struct Migrator: Sendable {
     /// Tokenet database), as `migrate` would, without changing it: for a node that makes files beside its database
     /// (keys) and must not make them for a database it then refuses.
     public func checkOwnership(of database: Database) throws {
-        try database.transaction { transaction in
-            try refuseForeignTables(in: transaction)
-            let recordedBefore = try transaction.queryOne(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
-            guard recordedBefore != nil else { return }
-            let first = try transaction.queryOne(
-                "SELECT version, name, applied_at FROM schema_migrations ORDER BY version LIMIT 1"
-            ).map {
-                AppliedMigration(
-                    version: try $0.int("version"), name: try $0.text("name"), appliedAt: try $0.text("applied_at"))
-            }
-            try refuseOtherKind(first: first)
+        let tables = try database.query(Self.tablesQuery).map { try $0.text(0) }
+        try Self.refuseForeign(tables: tables)
+        guard tables.contains("schema_migrations") else { return }
+        let first = try database.queryOne(
+            "SELECT version, name, applied_at FROM schema_migrations ORDER BY version LIMIT 1"
+        ).map {
+            AppliedMigration(
+                version: try $0.int("version"), name: try $0.text("name"), appliedAt: try $0.text("applied_at"))
         }
+        try refuseOtherKind(first: first)
     }
 
     /// `checkOwnership(of:)` for the database file at `path`; a path with no file, or an empty one, passes (a first
@@ -179,7 +186,9 @@ public struct Migrator: Sendable {
     public func checkOwnership(ofFileAt path: String) throws {
         var status = stat()
         guard stat(path, &status) == 0, status.st_size > 0 else { return }
-        let database = try Database.open(path: path)
+        // Read as it is: opened as the node's own, it would have been switched to WAL (its header rewritten, -wal and
+        // -shm files made beside it) and its mode narrowed, before being refused as "left untouched".
+        let database = try Database.openReadOnly(path: path)
         defer { try? database.close() }
         try checkOwnership(of: database)
     }

@@ -32,6 +32,8 @@ final class FakeTSPAuth: Sendable {
         var held = 0
         /// Logins answered while another was held.
         var overtaking = 0
+        /// Holds the answer of the next activation (decided, and its code used, before it waits) at this gate.
+        var holdNextActivation: Gate?
     }
 
     let state = Mutex(State())
@@ -78,10 +80,13 @@ final class FakeTSPAuth: Sendable {
         func verifyActivation(_ request: TspV1.VerifyActivationRequest, context: ServerContext) async throws
             -> TspV1.VerifyActivationResponse
         {
-            fake.state.withLock { state in
+            let (response, gate) = fake.state.withLock { state in
                 state.verifyCalls += 1
-                return Self.verify(request, &state)
+                defer { state.holdNextActivation = nil }
+                return (Self.verify(request, &state), state.holdNextActivation)
             }
+            await gate?.pass()
+            return response
         }
 
         func verifyActivations(_ request: TspV1.VerifyActivationsRequest, context: ServerContext) async throws

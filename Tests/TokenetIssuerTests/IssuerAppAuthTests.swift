@@ -197,6 +197,38 @@ import TokenetWire
         #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
     }
 
+    /// A retry of a code while its first try is still under way (a client that gave up waiting) waits for it: it read
+    /// the account before the first saved the new credentials, took the first's ALREADY_USED for a lost activation,
+    /// and removed the account the first then filled with working credentials.
+    @Test func aRetryDuringItsFirstTryWaitsForIt() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        let second = try await app.enrol()
+        let gate = Gate()
+        app.tsp.state.withLock { $0.holdNextActivation = gate }
+        let authenticator = app.party.app
+        let slow = Task {
+            try await authenticator.activate(
+                code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
+        }
+        try await gate.arrived(1)
+        let retry = Task {
+            try await authenticator.activate(
+                code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
+        }
+        // The retry waits for its turn; were it to reach the TSP now, it would be answered at once.
+        try await Task.sleep(for: .milliseconds(200))
+        gate.open()
+        #expect(try await slow.value.result == .success)
+        let retried = try await retry.value
+        #expect(retried.result == .alreadyUsed)
+        #expect(!retried.message.contains("removed"), "\(retried.message)")
+        let accounts = try app.party.store.appAccounts("ch-alice")
+        #expect(accounts.map(\.referenceID) == [second.reference])
+    }
+
     /// The TSP activated the account but its answer, with the credentials, never reached the app: trying the code
     /// again is ALREADY_USED, and the app says the credentials were lost and how to get new ones instead of "the
     /// account is activated", which sent the cardholder to a login that fails. A new enrolment activates it.

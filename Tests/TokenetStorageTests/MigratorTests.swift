@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import TokenetStorage
@@ -127,6 +128,33 @@ import Testing
             try database.query("SELECT name FROM sqlite_master WHERE type = 'table'").map { try $0.text(0) } == [
                 "photos"
             ])
+    }
+
+    /// The check before a node takes a file reads it as it is: opened as the node's own database, a foreign file
+    /// was switched to WAL (its header rewritten, -wal and -shm files made beside it) and its mode narrowed, before
+    /// being refused as "left untouched".
+    @Test func aForeignFileOnDiskIsCheckedWithoutBeingChanged() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("photos.sqlite")
+        let foreign = try Database.open(path: path)
+        try foreign.execute("PRAGMA journal_mode=DELETE")
+        try foreign.execute("CREATE TABLE photos (a)")
+        try foreign.close()
+        #expect(chmod(path, 0o644) == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let error = #expect(throws: StorageError.self) { try Migrator(Self.migrations).checkOwnership(ofFileAt: path) }
+        #expect(error?.message.hasPrefix("the database holds tables of another program (photos)") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o644)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+        // A Tokenet database of these migrations passes, and no file at all is a first start.
+        let own = directory.path("own.sqlite")
+        let database = try Database.open(path: own)
+        try Migrator(Self.migrations).migrate(database)
+        try database.close()
+        try Migrator(Self.migrations).checkOwnership(ofFileAt: own)
+        try Migrator(Self.migrations).checkOwnership(ofFileAt: directory.path("none.sqlite"))
     }
 
     @Test func aMigrationOlderThanTheDatabaseButNeverAppliedIsRefused() throws {
