@@ -25,29 +25,33 @@ public final class DataDirectoryLock: Sendable {
         owner: String = "node"
     ) throws(NodeError) {
         let path = (directory as NSString).appendingPathComponent(fileName)
-        let inUse = { (holder: String) in
+        let inUse = { (other: String, holder: String) in
             NodeError(
                 .config,
-                "\(flag): \(directory) is in use by another \(owner)\(holder); give each \(owner) a directory of its own"
+                "\(flag): \(directory) is in use by another \(other)\(holder); give each \(owner) a directory of its own"
             )
         }
-        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        var directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryDescriptor >= 0 else {
             throw NodeError(.io, "cannot open \(directory)", cause: SystemCallError(call: "open", errno: errno))
         }
-        guard flock(directoryDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+        if flock(directoryDescriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             close(directoryDescriptor)
-            guard code == EWOULDBLOCK else {
-                throw NodeError(.io, "cannot lock \(directory)", cause: SystemCallError(call: "flock", errno: code))
+            directoryDescriptor = -1
+            // A file system that cannot lock a directory (NFS emulates flock with byte-range locks, which a
+            // directory opened for reading does not take) leaves the lock file alone to hold it, as before.
+            if code == EWOULDBLOCK {
+                // The holder (a node, or a `tokenet up` on the same directory) holds its lock file too, which names
+                // its pid, unless that was deleted.
+                let holder = Self.heldLockFile(in: directory, ownFirst: fileName)
+                throw inUse(holder?.0 ?? "Tokenet process", holder?.1 ?? "")
             }
-            // The holder's pid is in its lock file, unless that was deleted.
-            throw inUse(Self.recordedPID(path: path).map { " (pid \($0))" } ?? "")
         }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             let code = errno
-            close(directoryDescriptor)
+            if directoryDescriptor >= 0 { close(directoryDescriptor) }
             throw NodeError(.io, "cannot open \(path)", cause: SystemCallError(call: "open", errno: code))
         }
         // Still taken, for a node of an earlier version that locks the file alone.
@@ -55,11 +59,11 @@ public final class DataDirectoryLock: Sendable {
             let code = errno
             let holder = Self.recordedPID(descriptor).map { " (pid \($0))" } ?? ""
             close(descriptor)
-            close(directoryDescriptor)
+            if directoryDescriptor >= 0 { close(directoryDescriptor) }
             guard code == EWOULDBLOCK else {
                 throw NodeError(.io, "cannot lock \(path)", cause: SystemCallError(call: "flock", errno: code))
             }
-            throw inUse(holder)
+            throw inUse(owner, holder)
         }
         let pid = Array("\(getpid())\n".utf8)
         if ftruncate(descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } }
@@ -72,14 +76,27 @@ public final class DataDirectoryLock: Sendable {
     public func release() {
         guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
         close(descriptor)
-        close(directoryDescriptor)
+        if directoryDescriptor >= 0 { close(directoryDescriptor) }
     }
 
-    private static func recordedPID(path: String) -> Int32? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        return recordedPID(descriptor)
+    /// The lock files of the processes that hold a directory, and who they are: a node's data directory, and
+    /// `tokenet up`'s sandbox, which both lock the directory itself.
+    static let lockFiles = [
+        (fileName: DataDirectoryLock.fileName, owner: "node"), (fileName: "up.lock", owner: "tokenet up"),
+    ]
+
+    /// Which of `lockFiles` in `directory` another process holds now, and the pid it wrote there; its own first. A
+    /// lock file left by a process that has ended names a pid too, so the one locked now is the one asked for.
+    private static func heldLockFile(in directory: String, ownFirst fileName: String) -> (String, String)? {
+        let ordered = lockFiles.filter { $0.fileName == fileName } + lockFiles.filter { $0.fileName != fileName }
+        for lock in ordered {
+            let descriptor = open((directory as NSString).appendingPathComponent(lock.fileName), O_RDWR | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) != 0, errno == EWOULDBLOCK else { continue }
+            return (lock.owner, recordedPID(descriptor).map { " (pid \($0))" } ?? "")
+        }
+        return nil
     }
 
     private static func recordedPID(_ descriptor: Int32) -> Int32? {

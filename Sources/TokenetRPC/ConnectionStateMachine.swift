@@ -637,15 +637,17 @@ struct ConnectionStateMachine {
     }
 
     /// The idle timer fired: a connection with no open call closes; one with calls carries on. A peer that has not
-    /// sent its hello by then is told so, as the hello timer would: with the two timers equal, the idle goaway won
-    /// and named a quiet connection where the peer had broken the protocol.
-    mutating func idleTimedOut(after description: String) -> Actions {
-        if state == .awaitingHello { return helloTimedOut(after: description) }
+    /// sent its hello by then is told so: as the hello timer would (PROTOCOL_ERROR) when `helloDue`, that is when a
+    /// hello timeout no longer than the idle one is set (with the two equal, the idle goaway won and named a quiet
+    /// connection where the peer had broken the protocol); otherwise with the idle goaway, which says it too (a hello
+    /// timeout may be off for loaded, honest clients).
+    mutating func idleTimedOut(after description: String, helloDue: Bool = false) -> Actions {
+        if state == .awaitingHello, helloDue { return helloTimedOut(after: description) }
         guard streams.isEmpty, state == .active || state == .awaitingHello || clientWentAway else { return [] }
         let goaway = WireV1.GoAway(
             lastStreamID: lastPeerStreamID,
             code: .idleTimeout,
-            reason: "no calls for \(description)"
+            reason: "no calls for \(description)\(state == .awaitingHello ? " (and no hello from the peer)" : "")"
         )
         state = .closed
         return [writeGoAway(goaway), .closeConnection(error: nil)]

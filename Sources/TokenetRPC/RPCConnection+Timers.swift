@@ -93,7 +93,8 @@ extension RPCConnection {
                     if let loop, !core.closing { scheduleLoopFlush(&core, loop) }
                 }
                 if let idle = timers.idleTimeout, now - core.lastCallActivity >= idle {
-                    apply(core.machine.idleTimedOut(after: "\(idle)"), to: &core)
+                    let helloDue = timers.helloTimeout.map { $0 <= idle } ?? false
+                    apply(core.machine.idleTimedOut(after: "\(idle)", helloDue: helloDue), to: &core)
                 }
                 return core.closing
             }

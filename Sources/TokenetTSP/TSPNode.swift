@@ -83,9 +83,11 @@ public enum TSPNode {
             try TSPStore.checkOwnership(path: dataDirectory + "/tsp.sqlite")
             for warning in TSPKeyFiles.missingKeyWarnings(dataDirectory: dataDirectory) { logger.warning(warning) }
             let vaultKey = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
+            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
+            // Made, when missing, only once the vault key opened the database: a start refused for a lost vault key
+            // made them first, and the start after the key was restored took them without a word.
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
-            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
             let kept = try store.keepUnconfirmedOTPCodes()
             if kept > 0 {
                 logger.info(

@@ -154,6 +154,29 @@ import TokenetWire
         try await offThePool { second.stop() }
     }
 
+    /// The lock of `directory` once it is free: a process that another test forks at the moment a lock is released
+    /// holds a copy of its descriptor, and with it the lock, until it executes its program.
+    static func lockOnceFree(
+        _ directory: String, fileName: String = DataDirectoryLock.fileName, flag: String = "--data-dir",
+        owner: String = "node"
+    ) throws -> DataDirectoryLock {
+        let deadline = ContinuousClock.now + .seconds(30)
+        var lastError: NodeError?
+        while ContinuousClock.now < deadline {
+            let attempt = Result { () throws(NodeError) -> DataDirectoryLock in
+                try DataDirectoryLock(directory: directory, fileName: fileName, flag: flag, owner: owner)
+            }
+            switch attempt {
+            case .success(let lock): return lock
+            case .failure(let error):
+                guard error.code == .config else { throw error }
+                lastError = error
+                usleep(10_000)
+            }
+        }
+        throw lastError ?? NodeError(.config, "\(directory) stayed locked")
+    }
+
     /// The lock file deleted while its node runs: the directory itself is locked too, so a second node is still
     /// refused (it locked a new file of that name and ran on the same database).
     @Test func aDeletedLockFileLetsNoSecondNodeIn() throws {
@@ -167,9 +190,17 @@ import TokenetWire
         #expect(failure.exitStatus == 2)
         #expect(
             failure.description
-                == "--data-dir: \(data) is in use by another node; give each node a directory of its own")
+                == "--data-dir: \(data) is in use by another Tokenet process; give each node a directory of its own")
         first.release()
-        try DataDirectoryLock(directory: data).release()
+        try Self.lockOnceFree(data).release()
+        // A `tokenet up` on the same directory holds it too, and is named as the holder.
+        let up = try Self.lockOnceFree(data, fileName: "up.lock", flag: "up: --dir", owner: "tokenet up")
+        let byUp = try #require(throws: NodeError.self) { _ = try DataDirectoryLock(directory: data) }
+        #expect(
+            byUp.description
+                == "--data-dir: \(data) is in use by another tokenet up (pid \(getpid())); give each node a directory of "
+                + "its own")
+        up.release()
     }
 
     /// A file where the data directory should be is a wrong --data-dir (status 2), named as such, where mkdir's

@@ -757,14 +757,22 @@ import TokenetWire
         #expect(
             idle.idleTimedOut(after: "5 s") == [.write(Self.frame(0, .goaway(goaway))), .closeConnection(error: nil)]
         )
-        // A peer that never sent its hello is told that, whichever of the two timers fires first.
+        // A peer that never sent its hello is told that, whichever of the two timers fires first when the hello
+        // timeout is no longer than the idle one; with none (or a longer one), the idle goaway says it too.
         var silent = Machine(role: .server)
         _ = silent.start()
         let reason = "no hello from the peer within 5 s: it does not speak Tokenet, or it hangs"
         #expect(
-            silent.idleTimedOut(after: "5 s") == [
+            silent.idleTimedOut(after: "5 s", helloDue: true) == [
                 .write(Self.frame(0, .goaway(WireV1.GoAway(code: .protocolError, reason: reason)))),
                 .closeConnection(error: reason),
+            ])
+        var quiet = Machine(role: .server)
+        _ = quiet.start()
+        let idleGoAway = WireV1.GoAway(code: .idleTimeout, reason: "no calls for 5 s (and no hello from the peer)")
+        #expect(
+            quiet.idleTimedOut(after: "5 s") == [
+                .write(Self.frame(0, .goaway(idleGoAway))), .closeConnection(error: nil),
             ])
     }
 

@@ -51,4 +51,21 @@ import TokenetStorage
         // A first start (no file yet) passes.
         try TSPStore.checkOwnership(path: directory + "/none.sqlite")
     }
+
+    /// A start refused for a lost vault key makes no other key: it made a new card key and access-token key first,
+    /// and the start after the vault key was restored took them without a word.
+    @Test func aStartRefusedForItsVaultKeyMakesNoOtherKey() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-tests-keys-\(UUID())")
+            .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logger = Logger(node: "tsp-node", sink: MemoryLogSink())
+        _ = try TSPNode.services(dataDirectory: directory, issuers: IssuerDirectory(fallback: nil), logger: logger)
+        try FileManager.default.removeItem(atPath: directory + "/keys")
+        #expect(throws: NodeError.self) {
+            _ = try TSPNode.services(dataDirectory: directory, issuers: IssuerDirectory(fallback: nil), logger: logger)
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/keys/card-key-current.pem"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/keys/access-token.key"))
+    }
 }
