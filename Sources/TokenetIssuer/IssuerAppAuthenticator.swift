@@ -189,9 +189,10 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                 answer.message = Self.credentialsReplaced(enrolment.accountID)
             } else if held == nil {
                 answer.message = Self.credentialsLost(enrolment.accountID)
-            } else if held?.referenceID != referenceID {
+            } else if let held, !held.referenceID.isEmpty, held.referenceID != referenceID {
                 // An older code, used before the one behind the app's credentials was issued (an old message opened
-                // again): nothing happened to the account.
+                // again): nothing happened to the account. (Of an account activated before the app kept which code
+                // activated it, this cannot be told from a retry of that code: the TSP's words stand.)
                 answer.message =
                     "the activation code was already used, and account \(enrolment.accountID) is activated in the app "
                     + "with a newer one: this code is not needed"

@@ -226,6 +226,12 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         // What the wallet learns without this message: an activation reaches it from the TSP; a failure leaves the
         // token as it was, and the wallet's session open until the cardholder tries again.
         let meanwhile = result == .approved ? "; it hears of the token's state from the TSP" : ""
+        // The TSP took all of the call's time (or the whole of it but what the answer needs): nothing is sent.
+        guard limit > .zero else {
+            log.warning("the wallet could not be told the in-app outcome", ["error": "the call's deadline ran out"])
+            response.walletError = "the call's deadline ran out before the wallet could be told\(meanwhile)"
+            return response
+        }
         do {
             _ = try await WalletV1.WalletAppToApp.Client(wallet).bankingAppActivationResponse(
                 WalletV1.BankingAppActivationRequest(

@@ -21,6 +21,8 @@ public final class LogThrottle: Sendable {
         var latest: Line?
         /// A flush is armed for the end of the interval.
         var flushArmed = false
+        /// The node stops (`flushHeldBack`): every line goes out, since a flush armed now would come too late.
+        var stopped = false
     }
 
     private let interval: Duration
@@ -55,7 +57,7 @@ public final class LogThrottle: Sendable {
     }
 
     private func admit(at now: ContinuousClock.Instant, _ state: inout State) -> (admitted: Bool, heldBack: Int) {
-        if let last = state.lastLine, now - last < interval {
+        if !state.stopped, let last = state.lastLine, now - last < interval {
             state.heldBack += 1
             return (false, 0)
         }
@@ -65,11 +67,12 @@ public final class LogThrottle: Sendable {
         return (true, heldBack)
     }
 
-    /// Writes the newest line held back now, with the count of the others, whatever is left of the interval: for a
-    /// node that stops, whose armed flush would come after its last line (a drain's "call failed" lines lost their
-    /// count and their newest line).
+    /// Writes the newest line held back now, with the count of the others, whatever is left of the interval, and lets
+    /// every later line through: for a node that stops, whose armed flush would come after its last line (a drain's
+    /// "call failed" lines lost their count and their newest line).
     public func flushHeldBack() {
         let held = state.withLock { state -> (Line, Int)? in
+            state.stopped = true
             guard state.heldBack > 0, let line = state.latest else { return nil }
             let notShown = state.heldBack - 1
             state.latest = nil

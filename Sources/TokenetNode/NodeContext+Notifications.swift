@@ -1,11 +1,17 @@
+import Foundation
+
 extension NodeContext {
+    /// The system's words for what the operator fixes by hand: a directory in the file's place, its mode or owner,
+    /// the immutable attribute, a read-only mount. A full disk or an I/O error is no such thing (status 1).
+    private static let fixedByHand = [EISDIR, ENOTDIR, EACCES, EPERM, EROFS].map { String(cString: strerror($0)) }
+
     /// A file of the data directory the node cannot open or write at its start (a directory in its place, an
     /// immutable file) is the operator's to fix before a restart can help: status 2, as for the data directory and
     /// its database, with what to check. It was status 1 with the bare system error, as a node failing while running.
     static func operatorsToFix<T>(_ open: () throws(NodeError) -> T) throws(NodeError) -> T {
         do {
             return try open()
-        } catch  where error.code == .io {
+        } catch  where error.code == .io && fixedByHand.contains(where: { error.message.hasSuffix(": \($0)") }) {
             throw NodeError(
                 .config,
                 "\(error.description); the node keeps this file in its data directory: make it a regular file this "

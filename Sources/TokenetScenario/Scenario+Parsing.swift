@@ -460,7 +460,7 @@ extension Scenario {
             } catch {
                 let shown = text.isEmpty ? "nothing" : "'\(clipped(text))'"
                 // A sign is no part of the syntax: "-1s" read as a duration over the limit.
-                if text.hasPrefix("-") {
+                if text.hasPrefix("-"), DurationSyntax.seconds(in: String(text.dropFirst())) != nil {
                     throw ScenarioError(
                         .syntax,
                         "\(number): \(keyword): a duration cannot be negative; expected one such as 250ms, 2s, 1.5s "

@@ -43,6 +43,9 @@ import TokenetNode
         #expect(sink.lines.last?.contains("error=\"attempt 3\" not_shown=1") == true, "\(sink.lines)")
         throttle.flushHeldBack()
         #expect(sink.lines.count == 2, "nothing more is held: \(sink.lines)")
+        // Lines after it go out at once: a flush armed now would come after the node's end.
+        logger.info("call failed", error: "attempt 4", throttledBy: throttle)
+        #expect(sink.lines.count == 3, "\(sink.lines)")
     }
 
     /// A burst that ends is counted without waiting for the next failure of its kind: the newest line held back goes

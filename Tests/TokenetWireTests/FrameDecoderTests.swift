@@ -335,4 +335,36 @@ func expectSameFrames(
         widest.feed([0, 0, 0, UInt8(fits.count)] + fits)
         #expect(try widest.nextFrame()?.streamID == UInt32.max)
     }
+
+    /// The refusals that concern one call only (an oversized call_start, a string that is not UTF-8) went to the
+    /// call a wide stream id's low bits name (stream 2^32 + 5 to 5): such a frame fails the connection instead.
+    @Test func aWideStreamIDFailsTheConnectionOnEveryPath() throws {
+        let wide: [UInt8] = [0x08, 0x85, 0x80, 0x80, 0x80, 0x10]  // stream id 2^32 + 5
+        let notUTF8 = wide + [0x3A, 0x03, 0x0A, 0x01, 0xC3]  // Cancel whose reason is not UTF-8
+        let size = FrameFormat.maximumCallStartSize + 10
+        let oversized =
+            wide + [0x1A] + Self.varint(UInt64(size)) + [0x0A] + Self.varint(UInt64(size - 4)) + [0x2F]
+            + [UInt8](repeating: 0x61, count: size - 5)
+        for body in [notUTF8, oversized] {
+            var decoder = FrameDecoder()
+            let length = body.count
+            decoder.feed(
+                [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+                    + body)
+            let error = try #require(throws: WireError.self) { try decoder.nextFrame() }
+            #expect(error.streamID == nil, "\(error)")
+            #expect(error.message.hasSuffix("its stream id 4294967301 is above 2^32 - 1"), "\(error)")
+            #expect(decoder.failure == error)
+        }
+    }
+
+    static func varint(_ value: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var rest = value
+        while rest >= 0x80 {
+            bytes.append(UInt8(rest & 0x7F) | 0x80)
+            rest >>= 7
+        }
+        return bytes + [UInt8(rest)]
+    }
 }

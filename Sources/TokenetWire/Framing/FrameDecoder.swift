@@ -133,6 +133,16 @@ public struct FrameDecoder: Sendable {
         guard available - FrameFormat.lengthPrefixSize >= length else { return nil }
         let start = readIndex + FrameFormat.lengthPrefixSize
         let end = start + length
+        // A stream id wider than 32 bits fails the connection, as the generic decoder's path below does: cut to its
+        // low bits, the refusal went to another call (stream 2^32 + 5 to 5).
+        let wideStreamID = { (body: ArraySlice<UInt8>) -> WireError? in
+            Self.streamIDAbove32Bits(in: body).map {
+                WireError(
+                    .invalidMessage,
+                    "a frame of \(length) bytes could not be read: its stream id \($0) is above 2^32 - 1")
+            }
+        }
+        if length > FrameFormat.maximumCallStartSize, let wide = wideStreamID(buffer[start..<end]) { throw fail(wide) }
         // Only a frame larger than the limit can hold a call_start over it: the check costs small frames nothing.
         if length > FrameFormat.maximumCallStartSize,
             let (streamID, size) = Self.oversizedCallStart(in: buffer[start..<end]), streamID != 0
@@ -161,6 +171,7 @@ public struct FrameDecoder: Sendable {
             let wireError = error as? WireError
             let reason = wireError?.message ?? "\(error)"
             if wireError?.code == .unreadableValue {
+                if let wide = wideStreamID(buffer[start..<end]) { throw fail(wide) }
                 // Well-formed: only its call is concerned, when it belongs to one (stream 0 is the connection's).
                 let streamID = Self.streamID(ofWellFormedFrame: buffer[start..<end])
                 if streamID != 0 {
