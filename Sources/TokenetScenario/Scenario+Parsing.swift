@@ -397,6 +397,12 @@ extension Scenario {
                     objects.insert(encrypt.name)
                 }
             default:
+                // Asked for help (at the `tokenet up` console, most likely): where it is.
+                if ["help", "?", "-h", "--help"].contains(keyword.lowercased()) {
+                    throw fail(
+                        "steps are written as in a scenario file (steps: \(Scenario.steps)); 'tokenet scenario --help' "
+                            + "describes each")
+                }
                 throw fail("unknown step '\(clipped(keyword))' (steps: \(Scenario.steps))")
             }
         }

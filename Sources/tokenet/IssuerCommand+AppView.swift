@@ -20,7 +20,7 @@ extension PartyText {
         let listener = response.listening ? "listening to the wallet" : "not listening to the wallet"
         let header =
             "Issuer app (\(listener); account \(response.walletAccountID.isEmpty ? "-" : response.walletAccountID), "
-            + "\(response.pulls) pulls, last event \(response.lastSequence))"
+            + "\(response.pulls) \(response.pulls == 1 ? "pull" : "pulls"), last event \(response.lastSequence))"
             + (response.selectedDigitalCardID.isEmpty
                 ? "" : "\nSelected in the wallet: \(response.selectedDigitalCardID)")
         guard !response.cards.isEmpty else { return header + "\nNo cards in the wallet." }

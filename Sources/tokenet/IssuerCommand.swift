@@ -95,7 +95,7 @@ enum IssuerCommand {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
         }
         let mode = try mode(flags["--mode"], command: command)
-        if let node = flags["--wallet-node"], node.isEmpty || node.contains("/") {
+        if let node = flags["--wallet-node"], node.contains("/") {
             throw CLIError(
                 .usage,
                 "\(command): --wallet-node takes the ID of the wallet node's certificate alone, such as wallet-1 "

@@ -20,7 +20,7 @@ enum LifecycleArguments {
     /// and shown to people. It is checked here too, so that a typo is a usage error naming the flag before any
     /// node is asked, instead of the TSP's refusal relayed by the wallet or the issuer.
     static func reason(_ flags: PartyFlags, command: String) throws(CLIError) -> String {
-        guard let given = flags["--reason"], !given.isEmpty else {
+        guard let given = flags["--reason"] else {
             throw CLIError(.usage, "\(command): --reason CODE is required (e.g. USER_REQUEST, LOST_CARD)")
         }
         let reason = given.uppercased()

@@ -86,7 +86,7 @@ enum PartyText {
         return lines.joined(separator: "\n")
     }
 
-    static func acceptTerms(_ response: WalletV1.AcceptTermsResponse) -> String {
+    static func acceptTerms(_ response: WalletV1.AcceptTermsResponse, address: String? = nil) -> String {
         let card = response.card ?? WalletV1.WalletCard()
         let token = "digital card \(card.digitalCardID) (\(scheme(card.scheme)) token ending \(card.tokenLast4))"
         switch response.decision {
@@ -109,6 +109,10 @@ enum PartyText {
             lines += response.idvMethods.map { method in
                 let type = short(method.type.protoValueName, prefix: "IDV_METHOD_TYPE_")
                 return "  ID&V \(method.id): \(type) \(method.maskedValue)"
+            }
+            // The next command, as add-card names accept-terms.
+            if let address, !response.idvMethods.isEmpty {
+                lines.append("Choose one with: tokenet wallet select-method \(address) \(card.cardRef) METHOD_ID")
             }
             return lines.joined(separator: "\n")
         default:

@@ -30,7 +30,13 @@ extension ScenarioRunner {
             await Self.call(path: path, texts: texts, options: callOptions, traceID: traceID, line: line)
         }
         switch result {
-        case .success(let outcome):
+        case .success(var outcome):
+            // A node a step stopped or killed: the way back is a step, not the address the transport's hint names
+            // ("start the node, or give the address it listens on").
+            if outcome.code == .unavailable, let nodes, nodes.running[call.party] == nil {
+                outcome.message +=
+                    "; the \(call.party)-node is not running: a 'start \(call.party)' step starts it again"
+            }
             return CallResult(outcome: outcome, traceID: traceID, elapsed: ContinuousClock.now - started)
         case .failure(let error):
             try interruption.check()

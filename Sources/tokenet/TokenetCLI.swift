@@ -49,7 +49,10 @@ enum TokenetCLI {
                 return try command.run(rest)
             }
         } catch {
-            printError("tokenet: \(error.code == .usage ? shownUsageError(error.description) : error.description)")
+            // Masked as a whole, whatever each message quotes of what was typed (a --reason, a --language, a file
+            // path, an action): the messages that forgot to printed a card number given by mistake in clear.
+            let message = maskPAN(error.description)
+            printError("tokenet: \(error.code == .usage ? shownUsageError(message) : message)")
             if error.code == .usage { printError("Run '\(usageHelp)' for usage.") }
             return error.exitStatus
         }

@@ -113,7 +113,9 @@ enum WalletCommand {
                 try await WalletV1.WalletControl.Client(session.client).acceptTerms(
                     .init(cardRef: cardRef), options: callOptions)
             },
-            text: { response, traceID in PartyText.acceptTerms(response) + "\n(trace \(traceID))" })
+            text: { response, traceID in
+                PartyText.acceptTerms(response, address: "\(options.address)") + "\n(trace \(traceID))"
+            })
     }
 
     static let cards = PartyAction(name: "cards") { flags, command throws(CLIError) in

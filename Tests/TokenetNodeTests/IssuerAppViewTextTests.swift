@@ -37,6 +37,7 @@ import TokenetWire
             ]
         }
         #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(", 1 pull, last event "), "\(result.stdout)")
         let rows = result.stdout.split(separator: "\n").dropFirst(2).map {
             $0.split(separator: "  ", omittingEmptySubsequences: true).map { $0.trimmingCharacters(in: .whitespaces) }
         }

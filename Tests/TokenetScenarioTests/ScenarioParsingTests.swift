@@ -194,6 +194,8 @@ import TokenetWire
             "s:1: deadline: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got '601s'"
         ),
         ("sleep", "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got nothing"),
+        // Help asked for at the console is pointed to, rather than refused as an unknown step.
+        ("help", "s:1: steps are written as in a scenario file (steps: "),
         // A negative duration is named as such, not as one over the limit.
         (
             "sleep -1s",

@@ -182,6 +182,10 @@ import TokenetTestSupport
         let stepUp = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-2"])
         #expect(stepUp.stdout.contains("asks for additional authentication") && stepUp.stdout.contains("is INACTIVE."))
         #expect(stepUp.stdout.contains("ID&V otp-sms: OTP_SMS"), "\(stepUp.stdout)")
+        // The next command, as add-card names accept-terms.
+        #expect(
+            stepUp.stdout.contains("Choose one with: tokenet wallet select-method \(wallet.listen) card-2 METHOD_ID"),
+            "\(stepUp.stdout)")
 
         let ineligible = try await tokenet([
             "wallet", "add-card", wallet.listen, "--pan", "4761000040000078", "--exp", "05/29",

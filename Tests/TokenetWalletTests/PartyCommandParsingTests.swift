@@ -43,6 +43,13 @@ import TokenetTestSupport
             ["wallet", "delete", "127.0.0.1:1", "card-1", "--reason", "lost card", "--plaintext"],
             "wallet delete: --reason \"lost card\" is not a reason code: use 1 to 64 of A-Z, 0-9 and _"
         ),
+        // What was typed is quoted masked, as everywhere the CLI prints: a card number given by mistake showed in
+        // clear in the messages that quoted a --reason, a --language, an action or a file path.
+        (
+            ["wallet", "suspend", "127.0.0.1:1", "card-1", "--reason", "x y 4761000010000009", "--plaintext"],
+            "--reason \"x y ************0009\" is not a reason code"
+        ),
+        (["wallet", "bogus-4761000010000009", "127.0.0.1:1"], "unknown action 'bogus-************0009'"),
         (
             ["issuer", "suspend-tokens", "127.0.0.1:1", "DNITHE1", "--reason", "LOST\nCARD", "--plaintext"],
             "--reason \"LOST\\nCARD\" is not a reason code"
