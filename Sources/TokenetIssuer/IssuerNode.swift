@@ -25,7 +25,9 @@ public enum IssuerNode {
             party = try IssuerParty.open(
                 directory: context.dataDirectory, fixturesPath: context.options.fixturesPath, logger: logger,
                 tsp: context.options.peers[.tsp] == nil ? nil : try context.channel(to: .tsp),
-                wallet: context.options.peers[.wallet] == nil ? nil : try context.channel(to: .wallet), login: login)
+                wallet: context.options.peers[.wallet] == nil ? nil : try context.channel(to: .wallet), login: login,
+                // Sent with the registration, which the TSP refuses while another node of this certificate runs.
+                instanceID: context.options.peers[.tsp] == nil ? "" : try context.instanceID())
         } catch let error as NodeError {
             throw error
         } catch let error as IssuerError {

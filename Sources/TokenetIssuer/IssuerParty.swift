@@ -29,7 +29,7 @@ struct IssuerParty: Sendable {
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
         registrationTimeout: Duration? = .seconds(5), appKeyIterations: Int = 100_000,
-        now: @escaping @Sendable () -> Date = { Date() }, login: (any CardholderLogin)? = nil
+        now: @escaping @Sendable () -> Date = { Date() }, login: (any CardholderLogin)? = nil, instanceID: String = ""
     ) {
         self.store = store
         self.key = key
@@ -41,7 +41,7 @@ struct IssuerParty: Sendable {
                 return TspV1.RegisterIssuerRequest(
                     issuerID: profile.id, displayName: profile.name,
                     binRanges: profile.binRanges.map { TspV1.BinRange(low: $0.low, high: $0.high) },
-                    encryptionPublicKeyPem: try key.publicKey.pem())
+                    encryptionPublicKeyPem: try key.publicKey.pem(), instanceID: instanceID)
             } catch {
                 throw IssuerError(.keys, "cannot write the issuer's public key as PEM", cause: error)
             }
@@ -91,7 +91,7 @@ struct IssuerParty: Sendable {
     /// Opens the data directory's store and key, loading `fixturesPath` when given.
     static func open(
         directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?,
-        login: (any CardholderLogin)? = nil
+        login: (any CardholderLogin)? = nil, instanceID: String = ""
     ) throws(IssuerError) -> IssuerParty {
         let store = try IssuerStore.open(directory: directory)
         if let fixturesPath {
@@ -106,6 +106,7 @@ struct IssuerParty: Sendable {
         }
         let key = try IssuerKeyFile.loadOrCreate(directory: directory)
         logger.info("issuer key ready", ["kid": key.kid])
-        return IssuerParty(store: store, key: key, tsp: tsp, wallet: wallet, logger: logger, login: login)
+        return IssuerParty(
+            store: store, key: key, tsp: tsp, wallet: wallet, logger: logger, login: login, instanceID: instanceID)
     }
 }

@@ -20,6 +20,11 @@ extension NodeContext {
         }
     }
 
+    /// This node's instance id (`NodeInstance`, kept in its data directory), made at its first start.
+    public func instanceID() throws(NodeError) -> String {
+        try Self.operatorsToFix { () throws(NodeError) in try NodeInstance.id(directory: dataDirectory) }
+    }
+
     /// Starts this node's subscription to the TSP's notifications (`--tsp`, over this node's certificate, which
     /// names its queue), handing each message to `handler`; the processed-id journal lives in the data directory.
     /// Returns nil without `--tsp`, or in plaintext mode, where the broker cannot tell whose queue to open.
@@ -33,9 +38,7 @@ extension NodeContext {
             logger.warning("--plaintext: not subscribing to the TSP's notifications (they need a certificate)")
             return nil
         }
-        var subscriberOptions = NotificationSubscriber.Options(
-            instanceID: try Self.operatorsToFix { () throws(NodeError) in try NodeInstance.id(directory: dataDirectory)
-            })
+        var subscriberOptions = NotificationSubscriber.Options(instanceID: try instanceID())
         subscriberOptions.beforeSubscribing = beforeSubscribing
         let processed = try Self.operatorsToFix { () throws(NodeError) in
             try ProcessedNotificationLog.open(directory: dataDirectory)

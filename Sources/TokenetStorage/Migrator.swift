@@ -190,7 +190,13 @@ public struct Migrator: Sendable {
         // -shm files made beside it) and its mode narrowed, before being refused as "left untouched".
         let database = try Database.openReadOnly(path: path)
         defer { try? database.close() }
-        try checkOwnership(of: database)
+        do {
+            try checkOwnership(of: database)
+        } catch let error as StorageError where error.code == .readOnly {
+            // A transaction a crash left in a rollback journal is undone by the first writer: this look cannot read
+            // past it, and leaves the check to the migrations once the node's own open has recovered the file.
+            return
+        }
     }
 
     private func refuseOtherKind(first: AppliedMigration?) throws {

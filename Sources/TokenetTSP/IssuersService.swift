@@ -7,6 +7,8 @@ import TokenetWire
 /// `tokenet.tsp.v1.Issuers`: issuers announce themselves and create push receipts for their Mastercard cards.
 struct IssuersService: TspV1.Issuers.ServiceProtocol {
     let tsp: TSPService
+    /// Which node instance holds each subscriber's notification stream (shared with `NotificationsService`).
+    var instances = SubscriberInstances.Shared()
 
     /// The most BIN ranges one issuer registers: every card check looks through all of them.
     static let maxBINRanges = 1_000
@@ -48,6 +50,20 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             }
             let existing = try tsp.store.issuers()
             let nodeID = context.peer?.nodeID
+            // Another instance of this certificate runs (it holds the notification stream): a second node started
+            // by mistake with it replaced the running node's key and BIN ranges, whose cards then failed.
+            if let peer = context.peer,
+                case .refuse(let held) = instances.state.withLock({
+                    $0.decide(subscriber: "\(peer.role.rawValue)/\(peer.nodeID)", instanceID: request.instanceID)
+                })
+            {
+                throw TSPError(
+                    .alreadyExists,
+                    "\(peer) runs already as another node (instance \(held.instanceID), subscribed for "
+                        + "\(DurationText.describe(.milliseconds(Int64(tsp.nowMs - min(tsp.nowMs, held.sinceMs)))))): two "
+                        + "nodes share this certificate, and this registration would replace the running node's key and "
+                        + "BIN ranges; give each node its own identity (Tools/gen-certs), or stop the other")
+            }
             if let previous = existing.first(where: { $0.id == request.issuerID }),
                 let owner = previous.peerNodeID, owner != nodeID
             {

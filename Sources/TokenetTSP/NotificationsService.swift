@@ -12,8 +12,9 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
     let logger: Logger
     /// Replacements of subscribers' streams, shared by every Subscribe call (`SubscriberContention`).
     let contention = SubscriberContention.Shared()
-    /// The node instance holding each subscriber's stream (`SubscriberInstances`).
-    let instances = SubscriberInstances.Shared()
+    /// The node instance holding each subscriber's stream (`SubscriberInstances`), which issuers' registrations read
+    /// too (`IssuersService`).
+    var instances = SubscriberInstances.Shared()
 
     func subscribe(
         _ request: TspV1.SubscribeRequest, responses: ResponseWriter<TspV1.Notification>, context: ServerContext

@@ -14,6 +14,8 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case notFound
         /// The caller may not act on what it names (another wallet account's session, another node's issuer).
         case permissionDenied
+        /// What the caller would make exists already as another's: a running node of the caller's certificate.
+        case alreadyExists
         /// A credential the request presents (an access token, an activation code) is forged, expired or unknown.
         case unauthenticated
         /// A bounded resource is used up: a queue's in-flight window, a credential locked after repeated failures.
@@ -53,6 +55,7 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case .failedPrecondition: RPCError(.failedPrecondition, message)
         case .notFound: RPCError(.notFound, message)
         case .permissionDenied: RPCError(.permissionDenied, message)
+        case .alreadyExists: RPCError(.alreadyExists, message)
         case .unauthenticated: RPCError(.unauthenticated, message)
         case .resourceExhausted: RPCError(.resourceExhausted, message)
         case .unavailable: RPCError(.unavailable, message)

@@ -19,6 +19,13 @@ enum TSPKeyFiles {
         ("access-token.key", "access tokens issued before no longer verify: cardholders sign in again"),
     ]
 
+    /// The key files of `remadeKeys` that `dataDirectory` lacks, which loading the keys makes.
+    static func missingKeyPaths(dataDirectory: String) -> [String] {
+        remadeKeys.map { directory(in: dataDirectory) + "/" + $0.0 }.filter {
+            !FileManager.default.fileExists(atPath: $0)
+        }
+    }
+
     /// Warnings for the key files missing from `dataDirectory` beside a database an earlier start made (call before
     /// loading, once the database is known to be the TSP's).
     static func missingKeyWarnings(dataDirectory: String) -> [String] {

@@ -78,16 +78,22 @@ public enum TSPNode {
     ) throws(NodeError) -> RPCRouter {
         let service: TSPService
         let broker: NotificationBroker
+        // Keys this start makes are taken back when it is refused (as the vault key is): a start refused for a lost
+        // vault key left a new card key and access-token key, and the start after the key was restored took them
+        // without a word.
+        let madeHere = TSPKeyFiles.missingKeyPaths(dataDirectory: dataDirectory)
+        var opened = false
+        defer {
+            if !opened { for path in madeHere { try? FileManager.default.removeItem(atPath: path) } }
+        }
         do {
             // A database that is not the TSP's is refused before any key is made beside it, or warned of as missing.
             try TSPStore.checkOwnership(path: dataDirectory + "/tsp.sqlite")
             for warning in TSPKeyFiles.missingKeyWarnings(dataDirectory: dataDirectory) { logger.warning(warning) }
             let vaultKey = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
-            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
-            // Made, when missing, only once the vault key opened the database: a start refused for a lost vault key
-            // made them first, and the start after the key was restored took them without a word.
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
+            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
             let kept = try store.keepUnconfirmedOTPCodes()
             if kept > 0 {
                 logger.info(
@@ -111,6 +117,7 @@ public enum TSPNode {
             runInBackground?({ [journal = service.journal] in await journal.retryUntilCancelled() })
             runInBackground?({ [service] in await service.expireAuthnsUntilCancelled() })
             runInBackground?({ [service] in await service.forgetSpentCardDataUntilCancelled() })
+            opened = true
         } catch let error as NodeError {
             throw error
         } catch let error as CardError where error.isKeyFileProblem {
@@ -136,11 +143,13 @@ public enum TSPNode {
         }
         var router = RPCRouter()
         ProvisioningService(tsp: service).register(on: &router)
-        IssuersService(tsp: service).register(on: &router)
+        // One table of the subscribers' instances, which registrations check too.
+        let instances = SubscriberInstances.Shared()
+        IssuersService(tsp: service, instances: instances).register(on: &router)
         ControlService(tsp: service).register(on: &router)
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
-        NotificationsService(broker: broker, logger: logger).register(on: &router)
+        NotificationsService(broker: broker, logger: logger, instances: instances).register(on: &router)
         LifecycleService(tsp: service).register(on: &router)
         TransactionsService(tsp: service).register(on: &router)
         IssuerCardUpdatesService(tsp: service).register(on: &router)

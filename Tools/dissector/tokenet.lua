@@ -888,7 +888,7 @@ local message_fields = {
     ["tokenet.tsp.v1.QueueStatusResponse"] = { [1] = "s" },
     ["tokenet.tsp.v1.RegisterEnrolmentRequest"] = { [1] = "s", [2] = "s" },
     ["tokenet.tsp.v1.RegisterEnrolmentResponse"] = { [1] = "tokenet.tsp.v1.Activation" },
-    ["tokenet.tsp.v1.RegisterIssuerRequest"] = { [1] = "s", [2] = "s", [3] = "tokenet.tsp.v1.BinRange", [4] = "s" },
+    ["tokenet.tsp.v1.RegisterIssuerRequest"] = { [1] = "s", [2] = "s", [3] = "tokenet.tsp.v1.BinRange", [4] = "s", [5] = "s" },
     ["tokenet.tsp.v1.RegisterIssuerResponse"] = { [1] = "s", [2] = "s" },
     ["tokenet.tsp.v1.RemoveCredentialsRequest"] = { [1] = "s", [2] = "s" },
     ["tokenet.tsp.v1.RenewCardRequest"] = { [1] = "s", [2] = "tokenet.card.v1.EncryptedCardData", [3] = "s", [4] = "s" },

@@ -283,7 +283,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__bin_range__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__bin_range__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__register_issuer_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__register_issuer_request__field_descriptors[5] =
 {
   {
     "issuer_id",
@@ -333,17 +333,30 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__register_issuer_request_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "instance_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__RegisterIssuerRequest, instance_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__register_issuer_request__field_indices_by_name[] = {
   2,   /* field[2] = bin_ranges */
   1,   /* field[1] = display_name */
   3,   /* field[3] = encryption_public_key_pem */
+  4,   /* field[4] = instance_id */
   0,   /* field[0] = issuer_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__register_issuer_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__register_issuer_request__descriptor =
 {
@@ -353,7 +366,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__register_issuer_request__desc
   "Tokenet__Tsp__V1__RegisterIssuerRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__RegisterIssuerRequest),
-  4,
+  5,
   tokenet__tsp__v1__register_issuer_request__field_descriptors,
   tokenet__tsp__v1__register_issuer_request__field_indices_by_name,
   1,  tokenet__tsp__v1__register_issuer_request__number_ranges,

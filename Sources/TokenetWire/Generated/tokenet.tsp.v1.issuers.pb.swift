@@ -55,18 +55,26 @@ extension TspV1 {
         /// SHA-256 of its DER SubjectPublicKeyInfo, as for the TSP's own keys.
         public var encryptionPublicKeyPem: String = ""
 
+        /// The registering node's instance, as it sends it with Subscribe (Notifications.SubscribeRequest.instance_id).
+        /// While another instance of the same certificate holds its notification stream, the registration is refused
+        /// (ALREADY_EXISTS): a second node started by mistake with a running node's certificate replaced that node's key
+        /// and BIN ranges, and the running node's cards failed to provision. Empty (a tool, an older node): not checked.
+        public var instanceID: String = ""
+
         public init() {}
 
         public init(
             issuerID: String = "",
             displayName: String = "",
             binRanges: [TspV1.BinRange] = [],
-            encryptionPublicKeyPem: String = ""
+            encryptionPublicKeyPem: String = "",
+            instanceID: String = ""
         ) {
             self.issuerID = issuerID
             self.displayName = displayName
             self.binRanges = binRanges
             self.encryptionPublicKeyPem = encryptionPublicKeyPem
+            self.instanceID = instanceID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -74,6 +82,7 @@ extension TspV1 {
             self.displayName = try reader.read(2)
             self.binRanges = try reader.readRepeatedMessages(3)
             self.encryptionPublicKeyPem = try reader.read(4)
+            self.instanceID = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -81,6 +90,7 @@ extension TspV1 {
             try writer.write(2, displayName)
             try writer.write(3, repeatedMessages: binRanges)
             try writer.write(4, encryptionPublicKeyPem)
+            try writer.write(5, instanceID)
         }
     }
 }

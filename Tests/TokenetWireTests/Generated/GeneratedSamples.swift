@@ -1784,6 +1784,7 @@ extension TspV1.RegisterIssuerRequest {
         base.displayName = "display_name-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.binRanges = [TspV1.BinRange.samples()[0], TspV1.BinRange.samples()[0]]
         base.encryptionPublicKeyPem = "encryption_public_key_pem-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.instanceID = "instance_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -59,10 +59,17 @@ struct  Tokenet__Tsp__V1__RegisterIssuerRequest
    * SHA-256 of its DER SubjectPublicKeyInfo, as for the TSP's own keys.
    */
   char *encryption_public_key_pem;
+  /*
+   * The registering node's instance, as it sends it with Subscribe (Notifications.SubscribeRequest.instance_id).
+   * While another instance of the same certificate holds its notification stream, the registration is refused
+   * (ALREADY_EXISTS): a second node started by mistake with a running node's certificate replaced that node's key
+   * and BIN ranges, and the running node's cards failed to provision. Empty (a tool, an older node): not checked.
+   */
+  char *instance_id;
 };
 #define TOKENET__TSP__V1__REGISTER_ISSUER_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__register_issuer_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__RegisterIssuerResponse
