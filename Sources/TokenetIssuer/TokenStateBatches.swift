@@ -19,8 +19,15 @@ struct TokenStateBatches {
     private(set) var results: [TspV1.TokenStateResult] = []
     private var answered = 0
     private var firstFailure: RPCError?
-    /// Whether a failed call may have reached the TSP: one that never left this node changed nothing there.
-    private var failureMayHaveReachedTSP = false
+    /// Whether a failed call may have changed tokens at the TSP: one that never left this node, or that the TSP
+    /// refused as a whole (`refusedWhole`), changed nothing there.
+    private var failureMayHaveChangedTokens = false
+
+    /// The statuses the TSP refuses a whole call with before it changes anything (this node not registered, a
+    /// request it does not take); a token it cannot change is a result of its own in an answered call.
+    static let refusedWhole: Set<StatusCode> = [
+        .failedPrecondition, .permissionDenied, .invalidArgument, .unauthenticated, .notFound, .unimplemented,
+    ]
     /// The ids of the results the TSP answered (not a failed call's, not the issuer's own refusals).
     private var answeredIDs: Set<String> = []
     /// How many tokens were not sent because the issuer knows them deleted, or unknown to the TSP.
@@ -113,11 +120,14 @@ struct TokenStateBatches {
     /// The call for `batch` failed with `error`.
     mutating func failed(_ batch: [String], _ error: RPCError) {
         if firstFailure == nil { firstFailure = error }
-        if !error.callWasNeverSent { failureMayHaveReachedTSP = true }
+        let refused = Self.refusedWhole.contains(error.code)
+        if !error.callWasNeverSent && !refused { failureMayHaveChangedTokens = true }
         let what =
             error.callWasNeverSent
             ? "the TSP could not be reached for this token, which keeps its state"
-            : "the TSP call for this token failed, so its state is unknown"
+            : refused
+                ? "the TSP refused the call for this token, which keeps its state"
+                : "the TSP call for this token failed, so its state is unknown"
         results += batch.map {
             TspV1.TokenStateResult(
                 digitalCardID: $0, tokenState: .unspecified, statusCode: error.code.rawValue,
@@ -129,8 +139,15 @@ struct TokenStateBatches {
     /// when no call was answered, with its code, saying it was the TSP's and that the tokens' states are unknown: the
     /// bare "connection lost" of the issuer's link to the TSP read as the CLI's own connection to the issuer.
     func answer(in ids: [String]) throws(RPCError) -> IssuerV1.IssuerChangeTokenStatesResponse {
-        if answered == 0, let firstFailure, !failureMayHaveReachedTSP {
-            // No call left this node: nothing changed at the TSP, which "unknown" sent the operator to check.
+        if answered == 0, let firstFailure, !failureMayHaveChangedTokens {
+            // No call left this node, or the TSP refused each before changing anything: nothing changed at the TSP,
+            // which "unknown" sent the operator to check.
+            guard firstFailure.callWasNeverSent else {
+                throw RPCError(
+                    firstFailure.code,
+                    "the TSP refused ChangeIssuerTokenStates, so no token was changed: \(firstFailure.message)",
+                    cause: firstFailure)
+            }
             throw RPCError(
                 firstFailure.code,
                 "the TSP could not be reached, so no token was changed: \(firstFailure.message); try again once the "

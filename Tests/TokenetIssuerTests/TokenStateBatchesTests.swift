@@ -87,6 +87,14 @@ import TokenetWire
             error?.message
                 == "the TSP could not be reached, so no token was changed: cannot connect to the tsp-node at "
                 + "127.0.0.1:1 (--tsp); try again once the TSP can be reached")
+        // A refusal of the whole call by the TSP (this node not registered) changed nothing either.
+        var refused = TokenStateBatches()
+        refused.failed(["A"], RPCError(.failedPrecondition, "this node has not registered an issuer"))
+        let refusal = #expect(throws: RPCError.self) { try refused.answer(in: ["A"]) }
+        #expect(
+            refusal?.message
+                == "the TSP refused ChangeIssuerTokenStates, so no token was changed: this node has not registered an "
+                + "issuer")
         // One call that may have reached the TSP makes the outcome unknown again.
         batches.failed(["B"], RPCError(.unavailable, "connection lost: read failed"))
         let mixed = #expect(throws: RPCError.self) { try batches.answer(in: ["A", "B"]) }
