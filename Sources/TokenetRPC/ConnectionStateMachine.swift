@@ -223,7 +223,7 @@ struct ConnectionStateMachine {
     /// since the server sent what this side cannot read. Other calls and the connection carry on. A server refuses
     /// with `code` (RESOURCE_EXHAUSTED for a call_start over the size it reads).
     mutating func receiveUnreadable(
-        streamID id: UInt32, reason: String, code: StatusCode = .invalidArgument
+        streamID id: UInt32, reason: String, code: StatusCode = .invalidArgument, opensCall: Bool = true
     ) -> Actions {
         guard state != .closed else { return [] }
         guard state != .awaitingHello else { return connectionError(.protocolError, "the first frame must be hello") }
@@ -232,7 +232,9 @@ struct ConnectionStateMachine {
                 ? streamError(id, code, reason)
                 : streamError(id, .internal, "the server sent a frame this client cannot read: \(reason)")
         }
-        guard role == .server, id % 2 == 1, id > lastPeerStreamID, id <= Self.largestStreamID else {
+        // A frame other than a call_start on an id with no call is ignored, as a readable one is (a cancel that
+        // crossed the call's status, or one sent too early); only a call_start opens a call to refuse.
+        guard role == .server, opensCall, id % 2 == 1, id > lastPeerStreamID, id <= Self.largestStreamID else {
             return []  // a call already over (or never this side's to answer): nothing is left to refuse
         }
         lastPeerStreamID = id

@@ -46,7 +46,8 @@ extension RPCConnection {
                             // A frame skipped for a value Tokenet cannot read: only its call is refused.
                             apply(
                                 core.machine.receiveUnreadable(
-                                    streamID: id, reason: error.message, code: Self.refusal(of: error)),
+                                    streamID: id, reason: error.message, code: Self.refusal(of: error),
+                                    opensCall: error.opensCall),
                                 to: &core)
                             continue
                         }

@@ -323,7 +323,8 @@ final class RPCConnection: Sendable {
                         // A frame skipped for a value Tokenet cannot read: only its call is refused.
                         perform {
                             $0.machine.receiveUnreadable(
-                                streamID: id, reason: error.message, code: Self.refusal(of: error))
+                                streamID: id, reason: error.message, code: Self.refusal(of: error),
+                                opensCall: error.opensCall)
                         }
                         continue
                     }

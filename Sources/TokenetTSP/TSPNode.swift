@@ -89,11 +89,13 @@ public enum TSPNode {
         do {
             // A database that is not the TSP's is refused before any key is made beside it, or warned of as missing.
             try TSPStore.checkOwnership(path: dataDirectory + "/tsp.sqlite")
-            for warning in TSPKeyFiles.missingKeyWarnings(dataDirectory: dataDirectory) { logger.warning(warning) }
+            let missingKeys = TSPKeyFiles.missingKeyWarnings(dataDirectory: dataDirectory)
             let vaultKey = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
+            // Said once the start goes on: a start refused later takes the keys it made back (`madeHere`).
+            for warning in missingKeys { logger.warning(warning) }
             let kept = try store.keepUnconfirmedOTPCodes()
             if kept > 0 {
                 logger.info(

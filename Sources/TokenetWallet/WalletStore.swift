@@ -141,6 +141,9 @@ public final class WalletStore: Sendable {
     /// Opens (creating if needed) the database at `path`.
     public static func open(path: String) throws(WalletError) -> WalletStore {
         do {
+            // Read as it is first: opened as the wallet's own, a file that is not (another program's, another
+            // party's) was switched to WAL and had its mode narrowed before it was refused as "left untouched".
+            try Migrator(Self.migrations).checkOwnership(ofFileAt: path)
             return try WalletStore(database: try Database.open(path: path))
         } catch let error as WalletError {
             // Damage found past the file's header (by the migrations' first read) was reported as a migration

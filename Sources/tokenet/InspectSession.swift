@@ -7,6 +7,11 @@ import TokenetWire
 
 /// One connection to a node for `list`, `describe` and `call`, bounded by the command's `--deadline`.
 final class InspectSession: Sendable {
+    /// What to do when nothing listens at a node's address, after "connection refused"; the scenario runner replaces
+    /// it with the step that starts a node it stopped.
+    static let startTheNodeHint =
+        "; start the node, or give the address it listens on (its READY line says listen=HOST:PORT)"
+
     let client: RPCClient
     let options: InspectOptions
     private let loop: EventLoop
@@ -244,8 +249,8 @@ final class InspectSession: Sendable {
         {
             return CLIError(
                 .connection,
-                "cannot connect to \(options.address): nothing accepts connections there (connection refused); "
-                    + "start the node, or give the address it listens on (its READY line says listen=HOST:PORT)")
+                "cannot connect to \(options.address): nothing accepts connections there (connection refused)"
+                    + Self.startTheNodeHint)
         }
         // The usual sign that the node runs with --plaintext: said with what to do, without OpenSSL's error code
         // ("wrong version number").

@@ -34,8 +34,11 @@ extension ScenarioRunner {
             // A node a step stopped or killed: the way back is a step, not the address the transport's hint names
             // ("start the node, or give the address it listens on").
             if outcome.code == .unavailable, let nodes, nodes.running[call.party] == nil {
-                outcome.message +=
-                    "; the \(call.party)-node is not running: a 'start \(call.party)' step starts it again"
+                let hint = "; the \(call.party)-node is not running: a 'start \(call.party)' step starts it again"
+                outcome.message =
+                    outcome.message.contains(InspectSession.startTheNodeHint)
+                    ? outcome.message.replacingOccurrences(of: InspectSession.startTheNodeHint, with: hint)
+                    : outcome.message + hint
             }
             return CallResult(outcome: outcome, traceID: traceID, elapsed: ContinuousClock.now - started)
         case .failure(let error):

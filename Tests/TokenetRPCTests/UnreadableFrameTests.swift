@@ -49,6 +49,11 @@ import TokenetWire
         #expect(machine.receiveUnreadable(streamID: 1, reason: Self.reason) == [])
         #expect(machine.receiveUnreadable(streamID: 4, reason: Self.reason) == [])
         #expect(machine.state == .active)
+        // Another frame than a call_start on an id with no call is ignored, as a readable one would be: a cancel
+        // whose reason is not UTF-8 was answered with a status for a call that never was.
+        #expect(machine.receiveUnreadable(streamID: 7, reason: Self.reason, opensCall: false) == [])
+        #expect(
+            machine.receive(Tests.frame(7, .callStart(Tests.start))) == [.startHandler(streamID: 7, Tests.start)])
     }
 
     @Test func aClientCancelsAndFailsItsCall() throws {

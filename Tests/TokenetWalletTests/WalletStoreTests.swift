@@ -10,6 +10,27 @@ import TokenetWire
 
 /// The wallet's database across restarts, and what it never holds.
 @Suite struct WalletStoreTests {
+    /// Another program's SQLite file in the wallet's place is refused as it is: opened as the wallet's own first, it
+    /// was switched to WAL (its header rewritten) and its mode narrowed before being refused as "left untouched".
+    @Test func anotherProgramsDatabaseIsRefusedUnchanged() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wallet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent(WalletNode.databaseFileName).path
+        let foreign = try Database.open(path: path)
+        try foreign.execute("PRAGMA journal_mode=DELETE")
+        try foreign.execute("CREATE TABLE notes (body)")
+        try foreign.close()
+        #expect(chmod(path, 0o644) == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let error = #expect(throws: WalletError.self) { _ = try WalletStore.open(path: path) }
+        #expect(
+            "\(String(describing: error))".contains("tables of another program (notes)"), "\(String(describing: error))"
+        )
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o644)
+    }
+
     @Test func cardsAndAStartedDigitizationSurviveARestart() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wallet-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

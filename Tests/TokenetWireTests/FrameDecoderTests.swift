@@ -296,6 +296,7 @@ func expectSameFrames(
         let skipped = try #require(throws: WireError.self) { try decoder.nextFrame() }
         #expect(skipped.code == .unreadableValue)
         #expect(skipped.streamID == 5)
+        #expect(!skipped.opensCall, "a cancel opens no call")
         #expect(skipped.message.contains("not valid UTF-8"), "\(skipped)")
         #expect(try decoder.nextFrame() == FrameSamples.callStart)
 

@@ -152,7 +152,7 @@ public struct FrameDecoder: Sendable {
                 .callStartTooLarge,
                 "call_start of \(size) bytes: the method, metadata and timeout of a call may take at most "
                     + "\(FrameFormat.maximumCallStartSize) bytes",
-                streamID: streamID)
+                streamID: streamID, opensCall: true)
         }
         let frame: WireV1.Frame
         do {
@@ -173,10 +173,11 @@ public struct FrameDecoder: Sendable {
             if wireError?.code == .unreadableValue {
                 if let wide = wideStreamID(buffer[start..<end]) { throw fail(wide) }
                 // Well-formed: only its call is concerned, when it belongs to one (stream 0 is the connection's).
-                let streamID = Self.streamID(ofWellFormedFrame: buffer[start..<end])
-                if streamID != 0 {
+                let fields = Self.topLevelFields(of: buffer[start..<end])
+                if fields.streamID != 0 {
                     consume(through: end)
-                    throw WireError(.unreadableValue, reason, streamID: streamID)
+                    throw WireError(
+                        .unreadableValue, reason, streamID: fields.streamID, opensCall: fields.callStartSize != nil)
                 }
             }
             throw fail(
@@ -212,12 +213,6 @@ public struct FrameDecoder: Sendable {
             return nil
         }
         return (fields.streamID, size)
-    }
-
-    /// The `stream_id` (field 1) of a frame's bytes, 0 when absent. The bytes have been unpacked as a `Frame`, so they
-    /// are well-formed; the reader still stops at anything it cannot follow.
-    static func streamID(ofWellFormedFrame body: ArraySlice<UInt8>) -> UInt32 {
-        topLevelFields(of: body).streamID
     }
 
     /// Walks a frame's top-level fields without decoding them: its stream id (the last occurrence counts, as for

@@ -29,11 +29,15 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
     /// (`unreadableValue`) or was a call_start too large to read (`callStartTooLarge`), so only the call on this
     /// stream is concerned and the decoder carries on.
     public var streamID: UInt32?
+    /// With `streamID`: whether the skipped frame was a call_start, which opens a call to refuse; any other frame
+    /// on an id the receiver does not know is ignored, as a readable one would be.
+    public var opensCall: Bool
 
-    public init(_ code: Code, _ message: String, streamID: UInt32? = nil) {
+    public init(_ code: Code, _ message: String, streamID: UInt32? = nil, opensCall: Bool = false) {
         self.code = code
         self.message = message
         self.streamID = streamID
+        self.opensCall = opensCall
     }
 
     /// The message alone: it reaches status messages and the CLI's output, where the code's name (`invalidJSON`) would
