@@ -135,14 +135,9 @@ public struct FrameDecoder: Sendable {
         let end = start + length
         // A stream id wider than 32 bits fails the connection, as the generic decoder's path below does: cut to its
         // low bits, the refusal went to another call (stream 2^32 + 5 to 5).
-        let wideStreamID = { (body: ArraySlice<UInt8>) -> WireError? in
-            Self.streamIDAbove32Bits(in: body).map {
-                WireError(
-                    .invalidMessage,
-                    "a frame of \(length) bytes could not be read: its stream id \($0) is above 2^32 - 1")
-            }
+        if length > FrameFormat.maximumCallStartSize, let wide = Self.wideStreamID(buffer[start..<end], length) {
+            throw fail(wide)
         }
-        if length > FrameFormat.maximumCallStartSize, let wide = wideStreamID(buffer[start..<end]) { throw fail(wide) }
         // Only a frame larger than the limit can hold a call_start over it: the check costs small frames nothing.
         if length > FrameFormat.maximumCallStartSize,
             let (streamID, size) = Self.oversizedCallStart(in: buffer[start..<end]), streamID != 0
@@ -171,7 +166,7 @@ public struct FrameDecoder: Sendable {
             let wireError = error as? WireError
             let reason = wireError?.message ?? "\(error)"
             if wireError?.code == .unreadableValue {
-                if let wide = wideStreamID(buffer[start..<end]) { throw fail(wide) }
+                if let wide = Self.wideStreamID(buffer[start..<end], length) { throw fail(wide) }
                 // Well-formed: only its call is concerned, when it belongs to one (stream 0 is the connection's).
                 let fields = Self.topLevelFields(of: buffer[start..<end])
                 if fields.streamID != 0 {
@@ -253,6 +248,15 @@ public struct FrameDecoder: Sendable {
                 }
             }
             return fields(complete: true)
+        }
+    }
+
+    /// The refusal of a frame of `length` bytes whose stream id does not fit in 32 bits; nil when it fits. (A static
+    /// function, not a closure in `nextFrame`: a closure there cost an allocation on every frame.)
+    private static func wideStreamID(_ body: ArraySlice<UInt8>, _ length: Int) -> WireError? {
+        streamIDAbove32Bits(in: body).map {
+            WireError(
+                .invalidMessage, "a frame of \(length) bytes could not be read: its stream id \($0) is above 2^32 - 1")
         }
     }
 
