@@ -43,7 +43,18 @@ struct IssuerTokenSync: Sendable {
     /// call (an older build) is not asked again until the next stream.
     func run() async {
         await signal.checkEachTime(
-            sleep: sleep, check: { try await check() },
+            sleep: sleep,
+            // The registration again, each time the stream opens: a TSP that restarted lost which node held the
+            // stream, and a second node started with this one's certificate could register its key and BIN ranges
+            // before this one was back. Holding the stream now, this node's registration is the one that stands.
+            opened: {
+                do {
+                    try await cardCare.tsp.register()
+                } catch {
+                    logger.warning("the issuer's registration could not be renewed", ["error": "\(error)"])
+                }
+            },
+            check: { try await check() },
             failed: { error, failuresBefore in
                 let rpc = error as? RPCError
                 let message = rpc?.message ?? "\(error)"

@@ -10,11 +10,11 @@ final class Connection {
     private let cacheCapacity: Int
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` opens a private in-memory database.
-    init(path: String, cacheCapacity: Int, readOnly: Bool = false) throws {
+    init(path: String, cacheCapacity: Int, readOnly: Bool = false, uri: Bool = false) throws {
         self.cacheCapacity = max(cacheCapacity, 0)
         var connection: OpaquePointer?
         let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-        let flags = access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let flags = access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | (uri ? SQLITE_OPEN_URI : 0)
         let result = sqlite3_open_v2(path, &connection, flags, nil)
         guard result == SQLITE_OK, let connection else {
             // sqlite3_open_v2 returns a handle even on failure (for the message); it must still be closed.

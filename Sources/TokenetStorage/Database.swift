@@ -68,13 +68,37 @@ public final class Database: Sendable {
         return Database(path: path, connection: connection)
     }
 
-    /// Opens the existing database at `path` for reading only, as it is: no journal mode, no permissions changed, no
-    /// file created. For a look at a file before the node takes it as its own (`Migrator.checkOwnership`).
-    public static func openReadOnly(path: String, options: Options = Options()) throws -> Database {
-        let connection = try Connection(path: path, cacheCapacity: options.statementCacheCapacity, readOnly: true)
-        let (seconds, _) = options.busyTimeout.components
-        sqlite3_busy_timeout(connection.handle, Int32(clamping: max(seconds, 0) * 1000))
+    /// Opens the existing database at `path` for reading only, as it is: no journal mode, no permissions changed.
+    /// For a look at a file before the node takes it as its own (`Migrator.checkOwnership`). `immutable` reads the
+    /// file alone, with no lock and no -wal or -shm file: for a WAL database that has none (SQLite would otherwise
+    /// make both, and a reader cannot remove them).
+    public static func openReadOnly(path: String, immutable: Bool = false, options: Options = Options()) throws
+        -> Database
+    {
+        let connection = try Connection(
+            path: immutable ? Self.immutableURI(path) : path, cacheCapacity: options.statementCacheCapacity,
+            readOnly: true, uri: immutable)
+        let (seconds, attoseconds) = options.busyTimeout.components
+        let milliseconds =
+            seconds < 0
+            ? 0
+            : seconds >= Int64(Int32.max) / 1000
+                ? Int64(Int32.max) : seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(connection.handle, Int32(clamping: milliseconds))
         return Database(path: path, connection: connection)
+    }
+
+    /// `file:PATH?immutable=1`, with the characters a URI gives a meaning to escaped.
+    private static func immutableURI(_ path: String) -> String {
+        var escaped = ""
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "%") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") || byte < 0x20 {
+                escaped += String(format: "%%%02X", byte)
+            } else {
+                escaped += String(decoding: [byte], as: UTF8.self)
+            }
+        }
+        return "file:\(escaped)?immutable=1"
     }
 
     /// A database holds what only its node may read (one-time codes in an issuer's outbox, cardholders' contact

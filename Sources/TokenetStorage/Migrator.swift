@@ -188,15 +188,28 @@ public struct Migrator: Sendable {
         guard stat(path, &status) == 0, status.st_size > 0 else { return }
         // Read as it is: opened as the node's own, it would have been switched to WAL (its header rewritten, -wal and
         // -shm files made beside it) and its mode narrowed, before being refused as "left untouched".
-        let database = try Database.openReadOnly(path: path)
+        let database = try Database.openReadOnly(path: path, immutable: Self.isQuietWAL(path))
         defer { try? database.close() }
         do {
             try checkOwnership(of: database)
-        } catch let error as StorageError where error.code == .readOnly {
+        } catch let error as StorageError where error.extendedResultCode == 776 {  // SQLITE_READONLY_ROLLBACK
             // A transaction a crash left in a rollback journal is undone by the first writer: this look cannot read
             // past it, and leaves the check to the migrations once the node's own open has recovered the file.
             return
         }
+    }
+
+    /// Whether the file at `path` is a WAL database with neither a -wal nor a -shm file beside it: read without
+    /// the immutable flag, SQLite would make both (and, read only, could not remove them); with nothing in a WAL,
+    /// the file alone is the whole database.
+    static func isQuietWAL(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let header = handle.readData(ofLength: 20)
+        guard header.count == 20, header.starts(with: Array("SQLite format 3\0".utf8)) else { return false }
+        let manager = FileManager.default
+        return header[18] == 2 && header[19] == 2 && !manager.fileExists(atPath: path + "-wal")
+            && !manager.fileExists(atPath: path + "-shm")
     }
 
     private func refuseOtherKind(first: AppliedMigration?) throws {

@@ -7,8 +7,9 @@ import TokenetWire
 /// `tokenet.tsp.v1.Issuers`: issuers announce themselves and create push receipts for their Mastercard cards.
 struct IssuersService: TspV1.Issuers.ServiceProtocol {
     let tsp: TSPService
-    /// Which node instance holds each subscriber's notification stream (shared with `NotificationsService`).
-    var instances = SubscriberInstances.Shared()
+    /// Which node instance holds each subscriber's notification stream: `NotificationsService`'s own table, or the
+    /// check sees no stream.
+    let instances: SubscriberInstances.Shared
 
     /// The most BIN ranges one issuer registers: every card check looks through all of them.
     static let maxBINRanges = 1_000
@@ -52,17 +53,24 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             let nodeID = context.peer?.nodeID
             // Another instance of this certificate runs (it holds the notification stream): a second node started
             // by mistake with it replaced the running node's key and BIN ranges, whose cards then failed.
+            guard request.instanceID.isEmpty || NodeInstance.isValid(request.instanceID) else {
+                throw TSPError(
+                    .invalidArgument, "instance_id must be 1 to 64 letters, digits, '-' or '_' (or empty, for a tool)")
+            }
             if let peer = context.peer,
                 case .refuse(let held) = instances.state.withLock({
                     $0.decide(subscriber: "\(peer.role.rawValue)/\(peer.nodeID)", instanceID: request.instanceID)
                 })
             {
+                // The stream's time is the wall clock's, as Subscribe records it.
+                let nowMs = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
                 throw TSPError(
                     .alreadyExists,
                     "\(peer) runs already as another node (instance \(held.instanceID), subscribed for "
-                        + "\(DurationText.describe(.milliseconds(Int64(tsp.nowMs - min(tsp.nowMs, held.sinceMs)))))): two "
-                        + "nodes share this certificate, and this registration would replace the running node's key and "
-                        + "BIN ranges; give each node its own identity (Tools/gen-certs), or stop the other")
+                        + "\(DurationText.describe(.milliseconds(Int64(nowMs - min(nowMs, held.sinceMs)))))): two nodes "
+                        + "share this certificate, and this registration would replace the running node's key and BIN "
+                        + "ranges; give each node its own identity (Tools/gen-certs), or stop the other. A node moved to "
+                        + "a new data directory gets in once the TSP finds the old node's connection gone")
             }
             if let previous = existing.first(where: { $0.id == request.issuerID }),
                 let owner = previous.peerNodeID, owner != nodeID

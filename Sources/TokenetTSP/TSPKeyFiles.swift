@@ -19,11 +19,11 @@ enum TSPKeyFiles {
         ("access-token.key", "access tokens issued before no longer verify: cardholders sign in again"),
     ]
 
-    /// The key files of `remadeKeys` that `dataDirectory` lacks, which loading the keys makes.
-    static func missingKeyPaths(dataDirectory: String) -> [String] {
-        remadeKeys.map { directory(in: dataDirectory) + "/" + $0.0 }.filter {
-            !FileManager.default.fileExists(atPath: $0)
-        }
+    /// The key files of `remadeKeys` (and the vault key's, `withVault`) that `dataDirectory` lacks, which loading the
+    /// keys makes.
+    static func missingKeyPaths(dataDirectory: String, withVault: Bool = false) -> [String] {
+        (remadeKeys.map(\.0) + (withVault ? ["data-vault.key"] : [])).map { directory(in: dataDirectory) + "/" + $0 }
+            .filter { !FileManager.default.fileExists(atPath: $0) }
     }
 
     /// Warnings for the key files missing from `dataDirectory` beside a database an earlier start made (call before

@@ -81,7 +81,7 @@ public enum TSPNode {
         // Keys this start makes are taken back when it is refused (as the vault key is): a start refused for a lost
         // vault key left a new card key and access-token key, and the start after the key was restored took them
         // without a word.
-        let madeHere = TSPKeyFiles.missingKeyPaths(dataDirectory: dataDirectory)
+        let madeHere = TSPKeyFiles.missingKeyPaths(dataDirectory: dataDirectory, withVault: true)
         var opened = false
         defer {
             if !opened { for path in madeHere { try? FileManager.default.removeItem(atPath: path) } }
@@ -94,8 +94,6 @@ public enum TSPNode {
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
-            // Said once the start goes on: a start refused later takes the keys it made back (`madeHere`).
-            for warning in missingKeys { logger.warning(warning) }
             let kept = try store.keepUnconfirmedOTPCodes()
             if kept > 0 {
                 logger.info(
@@ -119,6 +117,8 @@ public enum TSPNode {
             runInBackground?({ [journal = service.journal] in await journal.retryUntilCancelled() })
             runInBackground?({ [service] in await service.expireAuthnsUntilCancelled() })
             runInBackground?({ [service] in await service.forgetSpentCardDataUntilCancelled() })
+            // Said once the start goes on: a start refused takes the keys it made back (`madeHere`).
+            for warning in missingKeys { logger.warning(warning) }
             opened = true
         } catch let error as NodeError {
             throw error

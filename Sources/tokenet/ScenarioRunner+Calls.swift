@@ -33,7 +33,7 @@ extension ScenarioRunner {
         case .success(var outcome):
             // A node a step stopped or killed: the way back is a step, not the address the transport's hint names
             // ("start the node, or give the address it listens on").
-            if outcome.code == .unavailable, let nodes, nodes.running[call.party] == nil {
+            if outcome.code == .unavailable, let nodes, !nodes.up.contains(call.party) {
                 let hint = "; the \(call.party)-node is not running: a 'start \(call.party)' step starts it again"
                 outcome.message =
                     outcome.message.contains(InspectSession.startTheNodeHint)

@@ -148,6 +148,16 @@ import Testing
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o644)
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
         #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+        // A WAL database of another program, read without the immutable flag, gained -wal and -shm files.
+        let wal = directory.path("wal.sqlite")
+        let walForeign = try Database.open(path: wal)
+        try walForeign.execute("CREATE TABLE notes (a)")
+        try walForeign.close()
+        let walBefore = try Data(contentsOf: URL(fileURLWithPath: wal))
+        #expect(throws: StorageError.self) { try Migrator(Self.migrations).checkOwnership(ofFileAt: wal) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: wal)) == walBefore)
+        #expect(!FileManager.default.fileExists(atPath: wal + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: wal + "-shm"))
         // A Tokenet database of these migrations passes, and no file at all is a first start.
         let own = directory.path("own.sqlite")
         let database = try Database.open(path: own)

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+import TokenetCard
 import TokenetRPC
+import TokenetStorage
 import TokenetTransport
 import TokenetWire
 
@@ -23,13 +25,14 @@ import TokenetWire
         }
         defer { running.cancel() }
         let issuers = TspV1.Issuers.Client(TSPHarness.connect(tsp.router, as: node))
-        func register(_ instance: String) async -> RPCError? {
+        let otherKey = try RSAPrivateKey.generate()
+        func register(_ instance: String, key: RSAPrivateKey = FakeIssuer.key) async -> RPCError? {
             do {
                 _ = try await issuers.registerIssuer(
                     TspV1.RegisterIssuerRequest(
                         issuerID: "bank-a", displayName: "Bank A",
                         binRanges: [TspV1.BinRange(low: "411111", high: "411111")],
-                        encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem(), instanceID: instance),
+                        encryptionPublicKeyPem: try key.publicKey.pem(), instanceID: instance),
                     options: CallOptions(timeout: .seconds(120)))
                 return nil
             } catch let error as RPCError {
@@ -54,5 +57,11 @@ import TokenetWire
         // The running node itself (a restart on its data directory), and a tool that names no instance, may.
         #expect(await register("node-a") == nil)
         #expect(await register("") == nil)
+        // The refused registration leaves the running node's key in place.
+        #expect(await register("node-b", key: otherKey)?.code == .alreadyExists)
+        let database = try Database.openReadOnly(path: tsp.directory + "/tsp.sqlite")
+        defer { try? database.close() }
+        let stored = try database.queryOne("SELECT encryption_key_pem FROM issuers WHERE id = 'bank-a'")?.text(0)
+        #expect(stored == (try FakeIssuer.key.publicKey.pem()))
     }
 }

@@ -30,10 +30,11 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
     /// stream is concerned and the decoder carries on.
     public var streamID: UInt32?
     /// With `streamID`: whether the skipped frame was a call_start, which opens a call to refuse; any other frame
-    /// on an id the receiver does not know is ignored, as a readable one would be.
+    /// on an id the receiver does not know is ignored, as a readable one would be. True unless said otherwise: a
+    /// call_start taken for another frame would be ignored, and its caller left waiting for an answer.
     public var opensCall: Bool
 
-    public init(_ code: Code, _ message: String, streamID: UInt32? = nil, opensCall: Bool = false) {
+    public init(_ code: Code, _ message: String, streamID: UInt32? = nil, opensCall: Bool = true) {
         self.code = code
         self.message = message
         self.streamID = streamID
