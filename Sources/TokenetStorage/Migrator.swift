@@ -193,10 +193,25 @@ public struct Migrator: Sendable {
         do {
             try checkOwnership(of: database)
         } catch let error as StorageError where error.extendedResultCode == 776 {  // SQLITE_READONLY_ROLLBACK
-            // A transaction a crash left in a rollback journal is undone by the first writer: this look cannot read
-            // past it, and leaves the check to the migrations once the node's own open has recovered the file.
-            return
+            // A transaction a crash left in a rollback journal is undone by the first writer, which this look is
+            // not: a copy of the file and its journal is recovered and read instead, and the file stays as it is.
+            try checkOwnership(ofCopyOf: path)
         }
+    }
+
+    /// `checkOwnership(of:)` on a copy of the database at `path` with its rollback journal, opened (and so
+    /// recovered) in a directory of its own that is removed afterwards.
+    private func checkOwnership(ofCopyOf path: String) throws {
+        let manager = FileManager.default
+        let scratch = manager.temporaryDirectory.appendingPathComponent("tokenet-check-\(UUID().uuidString)").path
+        try manager.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? manager.removeItem(atPath: scratch) }
+        let copy = scratch + "/check.sqlite"
+        try manager.copyItem(atPath: path, toPath: copy)
+        try manager.copyItem(atPath: path + "-journal", toPath: copy + "-journal")
+        let database = try Database.open(path: copy)
+        defer { try? database.close() }
+        try checkOwnership(of: database)
     }
 
     /// Whether the file at `path` is a WAL database with neither a -wal nor a -shm file beside it: read without
