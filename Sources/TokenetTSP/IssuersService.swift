@@ -10,6 +10,11 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
     /// Which node instance holds each subscriber's notification stream: `NotificationsService`'s own table, or the
     /// check sees no stream.
     let instances: SubscriberInstances.Shared
+    /// When this TSP started, and how long after it the instance that registered an issuer keeps it against another
+    /// instance that holds no stream: a restarted TSP no longer knows who holds the streams, and the running node
+    /// reconnects within its keepalive (about a minute), while a second node on its certificate may come first.
+    var startedAt = ContinuousClock.now
+    var registrationGrace: Duration = .seconds(60)
 
     /// The most BIN ranges one issuer registers: every card check looks through all of them.
     static let maxBINRanges = 1_000
@@ -78,6 +83,19 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                 throw TSPError(
                     .permissionDenied, "issuer \"\(request.issuerID)\" is registered by another node (\(owner))")
             }
+            // Soon after this TSP started, the instance that registered the issuer keeps it against another one
+            // (the table of streams above starts empty): the running node reconnects within its keepalive.
+            if let previous = existing.first(where: { $0.id == request.issuerID }), previous.peerNodeID == nodeID,
+                !previous.instanceID.isEmpty, !request.instanceID.isEmpty, previous.instanceID != request.instanceID,
+                ContinuousClock.now - startedAt < registrationGrace
+            {
+                throw TSPError(
+                    .alreadyExists,
+                    "issuer \"\(request.issuerID)\" was registered by another node on this certificate (instance "
+                        + "\(previous.instanceID)), which this TSP, started \(DurationText.describe(ContinuousClock.now - startedAt)) "
+                        + "ago, waits up to \(DurationText.describe(registrationGrace)) for; two nodes may share this "
+                        + "certificate: give each node its own identity (Tools/gen-certs), or stop the other")
+            }
             // A node speaks for one issuer: its enrolments and card calls are filed under the issuer it registered
             // (`callingIssuer`), which a second issuer id would make a guess.
             if let nodeID, let other = existing.first(where: { $0.peerNodeID == nodeID && $0.id != request.issuerID }) {
@@ -97,7 +115,7 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             try tsp.store.upsertIssuer(
                 IssuerRecord(
                     id: request.issuerID, name: request.displayName, binRanges: ranges,
-                    encryptionKeyPEM: try key.pem(), peerNodeID: nodeID),
+                    encryptionKeyPEM: try key.pem(), peerNodeID: nodeID, instanceID: request.instanceID),
                 nowMs: tsp.nowMs)
             log.info("issuer registered", ["issuer": request.issuerID, "ranges": "\(ranges.count)"])
             if !tsp.issuers.hasAddress(for: request.issuerID) {

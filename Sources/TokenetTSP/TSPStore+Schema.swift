@@ -333,5 +333,11 @@ extension TSPStore {
         // code was, the SMS the issuer had sent was refused as wrong, or as "no code was sent".
         Migration(
             version: 23, name: "otp_earlier_codes", sql: "ALTER TABLE otp_challenges ADD COLUMN earlier TEXT;"),
+        // The node instance that registered each issuer (RegisterIssuerRequest.instance_id, '' when none was given):
+        // after a restart the TSP no longer knows which instance holds each stream, and a second node started with
+        // the running node's certificate registered first and took its key, BIN ranges and stream.
+        Migration(
+            version: 24, name: "issuer_instance",
+            sql: "ALTER TABLE issuers ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';"),
     ]
 }

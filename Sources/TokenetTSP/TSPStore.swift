@@ -10,6 +10,8 @@ struct IssuerRecord: Sendable, Equatable {
     var encryptionKeyPEM: String
     /// The node id in the certificate of the node that registered it.
     var peerNodeID: String?
+    /// The instance of that node (its data directory's `node-instance`), '' when it named none.
+    var instanceID = ""
 
     func owns(_ pan: PAN) -> Bool { binRanges.contains { $0.contains(pan) } }
 }
@@ -84,12 +86,13 @@ final class TSPStore: Sendable {
         try database.transaction { tx in
             _ = try tx.execute(
                 """
-                INSERT INTO issuers (id, name, encryption_key_pem, peer_node_id, updated_at_ms)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO issuers (id, name, encryption_key_pem, peer_node_id, updated_at_ms, instance_id)
+                VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET name = excluded.name, encryption_key_pem = excluded.encryption_key_pem,
-                    peer_node_id = excluded.peer_node_id, updated_at_ms = excluded.updated_at_ms
+                    peer_node_id = excluded.peer_node_id, updated_at_ms = excluded.updated_at_ms,
+                    instance_id = excluded.instance_id
                 """,
-                [issuer.id, issuer.name, issuer.encryptionKeyPEM, issuer.peerNodeID, Int64(nowMs)])
+                [issuer.id, issuer.name, issuer.encryptionKeyPEM, issuer.peerNodeID, Int64(nowMs), issuer.instanceID])
             _ = try tx.execute("DELETE FROM issuer_bin_ranges WHERE issuer_id = ?", [issuer.id])
             for range in issuer.binRanges {
                 _ = try tx.execute(
@@ -100,7 +103,8 @@ final class TSPStore: Sendable {
     }
 
     func issuers() throws -> [IssuerRecord] {
-        let rows = try database.query("SELECT id, name, encryption_key_pem, peer_node_id FROM issuers ORDER BY id")
+        let rows = try database.query(
+            "SELECT id, name, encryption_key_pem, peer_node_id, instance_id FROM issuers ORDER BY id")
         let ranges = try database.query("SELECT issuer_id, low, high FROM issuer_bin_ranges ORDER BY rowid")
         var byIssuer: [String: [IssuerBINRange]] = [:]
         for row in ranges {
@@ -110,7 +114,7 @@ final class TSPStore: Sendable {
             let id = try row.text(0)
             return IssuerRecord(
                 id: id, name: try row.text(1), binRanges: byIssuer[id] ?? [], encryptionKeyPEM: try row.text(2),
-                peerNodeID: try row.get(3, as: String?.self))
+                peerNodeID: try row.get(3, as: String?.self), instanceID: try row.text(4))
         }
     }
 

@@ -64,4 +64,34 @@ import TokenetWire
         let stored = try database.queryOne("SELECT encryption_key_pem FROM issuers WHERE id = 'bank-a'")?.text(0)
         #expect(stored == (try FakeIssuer.key.publicKey.pem()))
     }
+
+    /// A restarted TSP no longer knows which instance holds each stream: for a while after its start, the instance
+    /// that registered the issuer keeps it against another, which registered first and took the key, the BIN ranges
+    /// and the stream from the running node as it reconnected.
+    @Test func aRestartedTSPKeepsTheRegisteringInstanceForAWhile() async throws {
+        let first = try TSPHarness.make()
+        func register(_ tsp: TSPHarness, _ instance: String) async -> RPCError? {
+            do {
+                _ = try await tsp.issuers.registerIssuer(
+                    TspV1.RegisterIssuerRequest(
+                        issuerID: "bank-a", displayName: "Bank A",
+                        binRanges: [TspV1.BinRange(low: "411111", high: "411111")],
+                        encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem(), instanceID: instance))
+                return nil
+            } catch let error as RPCError {
+                return error
+            } catch {
+                return RPCError(.unknown, "\(error)")
+            }
+        }
+        #expect(await register(first, "node-a") == nil)
+        let restarted = try TSPHarness.make(directory: first.directory)
+        let refused = await register(restarted, "node-b")
+        #expect(refused?.code == .alreadyExists, "\(String(describing: refused))")
+        #expect(
+            refused?.message.contains("was registered by another node on this certificate (instance node-a)") == true,
+            "\(String(describing: refused))")
+        // The instance that registered it comes back as ever.
+        #expect(await register(restarted, "node-a") == nil)
+    }
 }
