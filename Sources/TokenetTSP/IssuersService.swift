@@ -62,11 +62,12 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                 throw TSPError(
                     .invalidArgument, "instance_id must be 1 to 64 letters, digits, '-' or '_' (or empty, for a tool)")
             }
-            if let peer = context.peer,
-                case .refuse(let held) = instances.state.withLock({
+            let stream = context.peer.map { peer in
+                instances.state.withLock {
                     $0.decide(subscriber: "\(peer.role.rawValue)/\(peer.nodeID)", instanceID: request.instanceID)
-                })
-            {
+                }
+            }
+            if let peer = context.peer, case .refuse(let held) = stream {
                 // The stream's time is the wall clock's, as Subscribe records it.
                 let nowMs = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
                 throw TSPError(
@@ -85,8 +86,10 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             }
             // Soon after this TSP started, the instance that registered the issuer keeps it against another one
             // (the table of streams above starts empty): the running node reconnects within its keepalive.
+            // (An instance that holds the stream now is the running node, whoever registered last.)
             if let previous = existing.first(where: { $0.id == request.issuerID }), previous.peerNodeID == nodeID,
                 !previous.instanceID.isEmpty, !request.instanceID.isEmpty, previous.instanceID != request.instanceID,
+                stream != .open(replacing: true, sameInstance: true),
                 ContinuousClock.now - startedAt < registrationGrace
             {
                 throw TSPError(

@@ -61,9 +61,11 @@ struct  Tokenet__Tsp__V1__RegisterIssuerRequest
   char *encryption_public_key_pem;
   /*
    * The registering node's instance, as it sends it with Subscribe (Notifications.SubscribeRequest.instance_id).
-   * While another instance of the same certificate holds its notification stream, the registration is refused
-   * (ALREADY_EXISTS): a second node started by mistake with a running node's certificate replaced that node's key
-   * and BIN ranges, and the running node's cards failed to provision. Empty (a tool, an older node): not checked.
+   * While another instance of the same certificate holds its notification stream, and in the TSP's first minute
+   * while another instance is the one that registered the issuer (a restarted TSP does not know who held the
+   * streams), the registration is refused (ALREADY_EXISTS): a second node started by mistake with a running node's
+   * certificate replaced that node's key and BIN ranges, and the running node's cards failed to provision. Empty
+   * (a tool, an older node): not checked.
    */
   char *instance_id;
 };
