@@ -136,11 +136,12 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             let token = try requireToken(request.digitalCardID, context)
             let code = OTPCode.generate()
-            let action = try await tsp.otpTurns.one(token.digitalCardID, cancelled: Self.cancelledWaiting) {
+            let (action, sentBy) = try await tsp.otpTurns.one(token.digitalCardID, cancelled: Self.cancelledWaiting) {
+                () async throws -> (OTPStateMachine.DeliveryAction, CardV1.IdvMethod?) in
                 let (action, previous) = try tsp.store.resendOTP(
                     digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
                     cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay, nowMs: tsp.nowMs)
-                guard case .deliver(let methodID, let expiresAtMs) = action else { return action }
+                guard case .deliver(let methodID, let expiresAtMs) = action else { return (action, nil) }
                 guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
                 else { throw TSPError(.internal, "the method of a sent code disappeared") }
                 do {
@@ -153,13 +154,15 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     settle(failure, code: code, previous: previous, token: token, log: log)
                     throw failure.error
                 }
-                return action
+                return (action, method)
             }
             switch action {
             case .deliver(let methodID, let expiresAtMs):
                 log.info("one-time code resent", ["digital_card_id": token.digitalCardID, "method": methodID])
+                // The method names where the code went, as select-method's answer does: the cardholder who asked
+                // for a resend was not told which address or number to watch.
                 return TspV1.ResendOtpResponse(
-                    codeExpiresAtMs: expiresAtMs, triesLeft: UInt32(tsp.configuration.otpMaxAttempts))
+                    codeExpiresAtMs: expiresAtMs, triesLeft: UInt32(tsp.configuration.otpMaxAttempts), method: sentBy)
             case .alreadySent:
                 throw TSPError(.internal, "a resend did not replace the code")
             case .refused(let refusal):

@@ -105,7 +105,8 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
             }
             logger.withTraceID(context.traceID).info("one-time code resent", ["card_ref": card.cardRef])
             return WalletV1.WalletResendOtpResponse(
-                card: card.walletCard, codeExpiresAtMs: answer.codeExpiresAtMs, triesLeft: answer.triesLeft)
+                card: card.walletCard, codeExpiresAtMs: answer.codeExpiresAtMs, triesLeft: answer.triesLeft,
+                method: answer.method)
         }
     }
 

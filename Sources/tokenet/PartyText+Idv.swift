@@ -44,7 +44,9 @@ extension PartyText {
 
     static func resendOTP(_ response: WalletV1.WalletResendOtpResponse) -> String {
         let card = response.card ?? WalletV1.WalletCard()
-        return "\(card.cardRef): a new code was sent, valid until \(time(ms: response.codeExpiresAtMs)), "
+        // A TSP of an older Tokenet names no method: the line then says only that a code went out.
+        let to = response.method.map { " to \($0.maskedValue) (method \($0.id))" } ?? ""
+        return "\(card.cardRef): a new code was sent\(to), valid until \(time(ms: response.codeExpiresAtMs)), "
             + "\(tries(response.triesLeft)) left."
     }
 

@@ -191,6 +191,8 @@ import TokenetWire
         let resent = try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
         #expect(resent.codeExpiresAtMs == tsp.clock.now.unixMilliseconds + 600_000)
         #expect(tsp.otp.sent.count == 2 && tsp.otp.sent.last?.type == .otpEmail)
+        // The answer names where the new code went, as select's does.
+        #expect(resent.method?.id == "otp-email" && resent.method?.maskedValue == "j***@example.com")
         #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
     }
 

@@ -49,6 +49,8 @@ final class FakeTSPIdv: TspV1.Idv.ServiceProtocol {
         guard resends <= 1 else {
             throw RPCError(.failedPrecondition, "no more codes can be sent for this token")
         }
-        return TspV1.ResendOtpResponse(codeExpiresAtMs: 700_000, triesLeft: 3)
+        return TspV1.ResendOtpResponse(
+            codeExpiresAtMs: 700_000, triesLeft: 3,
+            method: CardV1.IdvMethod(id: "otp-sms", type: .otpSms, maskedValue: "***-***-1234"))
     }
 }

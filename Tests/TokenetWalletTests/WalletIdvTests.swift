@@ -91,6 +91,7 @@ import TokenetWire
         let wallet = try await Self.steppedUp()
         let resent = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))
         #expect(resent.codeExpiresAtMs == 700_000 && resent.card?.cardRef == "card-1")
+        #expect(resent.method?.maskedValue == "***-***-1234" && resent.method?.id == "otp-sms")
         do {
             _ = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))
             Issue.record("the second resend should fail")

@@ -764,7 +764,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__resend_otp_request__descripto
   (ProtobufCMessageInit) tokenet__tsp__v1__resend_otp_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__resend_otp_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__resend_otp_response__field_descriptors[3] =
 {
   {
     "code_expires_at_ms",
@@ -790,15 +790,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__resend_otp_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "method",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ResendOtpResponse, method),
+    &tokenet__card__v1__idv_method__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__resend_otp_response__field_indices_by_name[] = {
   0,   /* field[0] = code_expires_at_ms */
+  2,   /* field[2] = method */
   1,   /* field[1] = tries_left */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__resend_otp_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__resend_otp_response__descriptor =
 {
@@ -808,7 +821,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__resend_otp_response__descript
   "Tokenet__Tsp__V1__ResendOtpResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ResendOtpResponse),
-  2,
+  3,
   tokenet__tsp__v1__resend_otp_response__field_descriptors,
   tokenet__tsp__v1__resend_otp_response__field_indices_by_name,
   1,  tokenet__tsp__v1__resend_otp_response__number_ranges,

@@ -584,7 +584,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_resend_otp_request_
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_resend_otp_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_resend_otp_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_resend_otp_response__field_descriptors[4] =
 {
   {
     "card",
@@ -622,16 +622,29 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_resend_otp_res
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "method",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletResendOtpResponse, method),
+    &tokenet__card__v1__idv_method__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_resend_otp_response__field_indices_by_name[] = {
   0,   /* field[0] = card */
   1,   /* field[1] = code_expires_at_ms */
+  3,   /* field[3] = method */
   2,   /* field[2] = tries_left */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_resend_otp_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_resend_otp_response__descriptor =
 {
@@ -641,7 +654,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_resend_otp_response
   "Tokenet__Wallet__V1__WalletResendOtpResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletResendOtpResponse),
-  3,
+  4,
   tokenet__wallet__v1__wallet_resend_otp_response__field_descriptors,
   tokenet__wallet__v1__wallet_resend_otp_response__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_resend_otp_response__number_ranges,

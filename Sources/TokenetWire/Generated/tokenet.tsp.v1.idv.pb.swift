@@ -199,21 +199,27 @@ extension TspV1 {
 
         public var triesLeft: UInt32 = 0
 
+        /// The method the new code went by (the one first selected), with its masked destination.
+        public var method: CardV1.IdvMethod? = nil
+
         public init() {}
 
-        public init(codeExpiresAtMs: UInt64 = 0, triesLeft: UInt32 = 0) {
+        public init(codeExpiresAtMs: UInt64 = 0, triesLeft: UInt32 = 0, method: CardV1.IdvMethod? = nil) {
             self.codeExpiresAtMs = codeExpiresAtMs
             self.triesLeft = triesLeft
+            self.method = method
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.codeExpiresAtMs = try reader.read(1)
             self.triesLeft = try reader.read(2)
+            self.method = try reader.readMessage(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, codeExpiresAtMs)
             try writer.write(2, triesLeft)
+            if let value = method { try writer.write(3, message: value) }
         }
     }
 }

@@ -197,24 +197,35 @@ extension WalletV1 {
 
         public var triesLeft: UInt32 = 0
 
+        /// The method the new code went by, with its masked destination (ResendOtpResponse.method).
+        public var method: CardV1.IdvMethod? = nil
+
         public init() {}
 
-        public init(card: WalletV1.WalletCard? = nil, codeExpiresAtMs: UInt64 = 0, triesLeft: UInt32 = 0) {
+        public init(
+            card: WalletV1.WalletCard? = nil,
+            codeExpiresAtMs: UInt64 = 0,
+            triesLeft: UInt32 = 0,
+            method: CardV1.IdvMethod? = nil
+        ) {
             self.card = card
             self.codeExpiresAtMs = codeExpiresAtMs
             self.triesLeft = triesLeft
+            self.method = method
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.card = try reader.readMessage(1)
             self.codeExpiresAtMs = try reader.read(2)
             self.triesLeft = try reader.read(3)
+            self.method = try reader.readMessage(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             if let value = card { try writer.write(1, message: value) }
             try writer.write(2, codeExpiresAtMs)
             try writer.write(3, triesLeft)
+            if let value = method { try writer.write(4, message: value) }
         }
     }
 }

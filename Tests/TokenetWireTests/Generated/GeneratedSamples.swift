@@ -1895,6 +1895,7 @@ extension TspV1.ResendOtpResponse {
         var base = Self()
         base.codeExpiresAtMs = 18446744073709551614
         base.triesLeft = 3999999998
+        base.method = CardV1.IdvMethod.samples()[0]
         return [base]
     }
 }
@@ -2526,6 +2527,7 @@ extension WalletV1.WalletResendOtpResponse {
         base.card = WalletV1.WalletCard.samples()[0]
         base.codeExpiresAtMs = 18446744073709551613
         base.triesLeft = 3999999997
+        base.method = CardV1.IdvMethod.samples()[0]
         return [base]
     }
 }

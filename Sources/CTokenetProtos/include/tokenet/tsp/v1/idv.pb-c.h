@@ -118,10 +118,14 @@ struct  Tokenet__Tsp__V1__ResendOtpResponse
   ProtobufCMessage base;
   uint64_t code_expires_at_ms;
   uint32_t tries_left;
+  /*
+   * The method the new code went by (the one first selected), with its masked destination.
+   */
+  Tokenet__Card__V1__IdvMethod *method;
 };
 #define TOKENET__TSP__V1__RESEND_OTP_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__resend_otp_response__descriptor) \
-    , 0, 0 }
+    , 0, 0, NULL }
 
 
 struct  Tokenet__Tsp__V1__ActivateTokenRequest

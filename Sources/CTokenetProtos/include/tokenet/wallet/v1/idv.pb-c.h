@@ -97,10 +97,14 @@ struct  Tokenet__Wallet__V1__WalletResendOtpResponse
   Tokenet__Wallet__V1__WalletCard *card;
   uint64_t code_expires_at_ms;
   uint32_t tries_left;
+  /*
+   * The method the new code went by, with its masked destination (ResendOtpResponse.method).
+   */
+  Tokenet__Card__V1__IdvMethod *method;
 };
 #define TOKENET__WALLET__V1__WALLET_RESEND_OTP_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_resend_otp_response__descriptor) \
-    , NULL, 0, 0 }
+    , NULL, 0, 0, NULL }
 
 
 /* Tokenet__Wallet__V1__WalletSelectIdvMethodRequest methods */
