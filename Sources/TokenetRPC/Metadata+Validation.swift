@@ -55,7 +55,15 @@ extension Metadata {
                                     + "\(Self.traceIDLengths.upperBound) lowercase hex digits with at least one of a-f"
                             ))
                     }
-                    if traceID == nil { traceID = text }
+                    // Two different ids would put one call's lines under one flow and the calls it makes under
+                    // another, depending on which entry each reader took.
+                    if let first = traceID, first != text {
+                        return .failure(
+                            Refusal(
+                                message: "the call carries two different \(Self.traceIDKey) values: a call belongs to "
+                                    + "one flow, so send one"))
+                    }
+                    traceID = text
                 }
             }
             return .success(traceID)

@@ -73,6 +73,18 @@ import TokenetWire
         #expect(Metadata(wire: [WireV1.MetadataEntry(key: "x-tenant", value: .text("acme"))]).problem == nil)
     }
 
+    /// A call with two different trace ids is refused: which one its log lines and onward calls took depended on
+    /// the reader. The same id twice is one flow, and served.
+    @Test func twoDifferentTraceIDsAreRefused() {
+        let first = WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("a1b2c3d4e5f60718"))
+        let second = WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("b1b2c3d4e5f60718"))
+        #expect(
+            Metadata(wire: [first, second]).problem
+                == "the call carries two different tokenet-trace-id values: a call belongs to one flow, so send one")
+        #expect(Metadata(wire: [first, first]).problem == nil)
+        #expect((try? Metadata(wire: [first, first]).checked().get()) == "a1b2c3d4e5f60718")
+    }
+
     @Test func settingTheTraceIDReplacesTheOneThereAndKeepsTheRest() {
         var metadata: Metadata = ["tenant": "acme"]
         #expect(metadata.traceID == nil)
@@ -119,6 +131,10 @@ import TokenetWire
             [
                 WireV1.MetadataEntry(key: "tenant", value: .text("acme")),
                 WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("a1b2c3d4e5f6071")),
+                WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("a1b2c3d4e5f6071")),
+            ],
+            [
+                WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("a1b2c3d4e5f6071")),
                 WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("b1b2c3d4e5f6071")),
             ],
             [WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("1234567890123"))],
@@ -137,7 +153,8 @@ import TokenetWire
             }
         }
         #expect(try Metadata(wire: cases[2]).checked().get() == "a1b2c3d4e5f6071")
-        #expect(Metadata(wire: cases[3]).problem?.hasPrefix("tokenet-trace-id must be 8 to 32") == true)
-        #expect(Metadata(wire: cases[5]).problem?.contains("uses the prefix tokenet-") == true)
+        #expect(Metadata(wire: cases[3]).problem?.contains("two different tokenet-trace-id values") == true)
+        #expect(Metadata(wire: cases[4]).problem?.hasPrefix("tokenet-trace-id must be 8 to 32") == true)
+        #expect(Metadata(wire: cases[6]).problem?.contains("uses the prefix tokenet-") == true)
     }
 }
