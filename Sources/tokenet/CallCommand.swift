@@ -250,11 +250,14 @@ enum CallCommand {
             }
             group.addTask {
                 await StandardOutputReader.departure()
-                trace?.readerLeft()
+                // The wait also ends when the command is interrupted (Ctrl-C cancels it): that is no reader leaving.
+                if !Task.isCancelled { trace?.readerLeft() }
             }
             // The first to finish decides: the stream's end (or its error, thrown from here), or the reader leaving.
             try await group.next()
             group.cancelAll()
+            // An interrupted command ends as its call did: CANCELLED, not OK (`-v` said "nobody reads its output").
+            if Task.isCancelled { throw RPCError(.cancelled, "the command was interrupted") }
         }
     }
 

@@ -45,6 +45,34 @@ import TokenetTransport
         #expect(!log.contains("problem="), "\(log)")
     }
 
+    /// `-v` on an interrupted stream says CANCELLED: the interruption also ended the wait for stdout's reader, and
+    /// the summary said "nobody reads its output any more" of output going to a file.
+    @Test func aVerboseInterruptedStreamSaysCancelled() async throws {
+        let data = try TemporaryDirectory()
+        let node = try LaunchedProcess.tspNode(in: data)
+        defer { node.process.send(SIGKILL) }
+        let address = try await Self.address(of: node, in: data)
+        let watch = try LaunchedProcess(
+            "tokenet",
+            [
+                "call", address, "tokenet.health.v1.Health/Watch", "-v", "--cacert", pki.path("ca.pem"),
+                "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ])
+        defer { watch.process.send(SIGKILL) }
+        _ = try await offThePool {
+            try PythonClientInteropTests.waitFor(watch.process, "the watch's first message") {
+                let printed = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
+                return printed.contains("SERVING") ? printed : nil
+            }
+        }
+        watch.process.send(SIGINT)
+        let interrupted = try await watch.waitForExit(limit: 30)
+        #expect(interrupted.reason == .uncaughtSignal && interrupted.status == SIGINT, "\(interrupted)")
+        #expect(interrupted.stderr.contains("received 1 response in "), "\(interrupted.stderr)")
+        #expect(interrupted.stderr.hasSuffix(": CANCELLED\n"), "\(interrupted.stderr)")
+        #expect(!interrupted.stderr.contains("nobody reads"), "\(interrupted.stderr)")
+    }
+
     /// A client that leaves during its TLS handshake (a command interrupted while connecting) refused nothing: the
     /// node says so at debug, and writes no "handshake refused" line, which reads as a certificate problem.
     @Test func aClientThatLeavesDuringItsHandshakeIsNoRefusal() async throws {
