@@ -34,6 +34,38 @@ import TokenetWire
         capture.send(record, on: &connection, fromClient: true)
     }
 
+    /// A status message with control and invisible characters (a BEL, a C1 control, a line separator, a
+    /// right-to-left override) shows escaped in one form in the summary, the tree and the diagram: the diagram
+    /// passed the C1 control, the separator and the override through as they were, and wrote the BEL as "\x7".
+    @Test func controlAndInvisibleCharactersShowEscapedEverywhere() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40025)
+        let hello = try PlaintextCapture.bytes([DissectorCaptureTests.hello()])
+        capture.send(hello, on: &connection, fromClient: true)
+        capture.send(hello, on: &connection, fromClient: false)
+        let call = try DissectorCaptureTests.checkCall(stream: 1, trace: "0000000000000f6")
+        capture.send(call.client, on: &connection, fromClient: true)
+        var status = WireV1.Status()
+        status.code = .internal
+        status.message = "bell\u{7} nel\u{85} ls\u{2028} rlo\u{202E} end"
+        capture.send(
+            try PlaintextCapture.bytes([WireV1.Frame(streamID: 1, kind: .status(status))]), on: &connection,
+            fromClient: false)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let shown = "bell\\x07 nel\\u{85} ls\\u{2028} rlo\\u{202E} end"
+        let summary = try await DissectorCaptureTests.shark(["-r", directory.path("capture.pcap")])
+        let tree = try await DissectorCaptureTests.shark(["-r", directory.path("capture.pcap"), "-V", "-O", "tokenet"])
+        let diagram = try await DissectorCaptureTests.diagram(["--format", "text", directory.path("capture.pcap")])
+        for (name, result) in [("summary", summary), ("tree", tree), ("diagram", diagram)] {
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            #expect(result.stdout.contains(shown), "\(name):\n\(result.stdout)")
+            for raw in ["\u{7}", "\u{85}", "\u{2028}", "\u{202E}"] {
+                #expect(!result.stdout.contains(raw), "\(name) shows \(raw.unicodeScalars.first!.value) raw")
+            }
+        }
+    }
+
     /// A capture started after a TLS connection was opened shows neither its SYN nor its ClientHello: its records
     /// cannot be decrypted, and the calls on it were left out of the diagram without a word (the nodes' connections
     /// to each other stay open, so a capture started after the nodes drew none of their calls to each other).

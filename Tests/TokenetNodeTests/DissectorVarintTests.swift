@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetWire
 
 /// What the dissector shows of varints too large for their fields, in malformed frames (`PlaintextCapture`; needs
 /// tshark, not root).
@@ -76,5 +77,55 @@ import TokenetTestSupport
         let length = UInt32(body.count)
         return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
             + body
+    }
+}
+
+/// Card numbers in number fields: an amount, an id or an unknown field that holds one shows masked in the tree, as
+/// `tokenet decode` shows it, and a time in milliseconds stays as it is.
+@Suite struct DissectorNumberMaskingTests {
+    static let pan: UInt64 = 4_761_000_010_000_009
+
+    static func fixed64(_ number: UInt64, _ value: UInt64) -> [UInt8] {
+        DissectorVarintTests.varint(number << 3 | 1) + (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    @Test func aCardNumberInANumberFieldShowsMasked() async throws {
+        let pan = Self.pan
+        // tokenet.testing.v1.Scalars: f_int64 (4), f_uint64 (6), f_sint64 (8, zigzag of -pan), f_fixed64 (10),
+        // f_double (1), and field 17, which the schema does not have.
+        let first =
+            DissectorVarintTests.varintField(4, pan) + DissectorVarintTests.varintField(6, pan)
+            + DissectorVarintTests.varintField(8, 2 * pan - 1) + Self.fixed64(10, pan)
+            + Self.fixed64(1, Double(pan).bitPattern) + DissectorVarintTests.varintField(17, pan)
+        // f_int64 -pan; f_uint64 a time in milliseconds.
+        let second =
+            DissectorVarintTests.varintField(4, UInt64(bitPattern: -Int64(pan)))
+            + DissectorVarintTests.varintField(6, 1_764_647_000_000)
+        let start = WireV1.CallStart(method: "/tokenet.testing.v1.Echo/Unary")
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40021)
+        capture.send(try PlaintextCapture.bytes([DissectorCaptureTests.hello()]), on: &connection, fromClient: true)
+        capture.send(
+            try PlaintextCapture.bytes([
+                WireV1.Frame(streamID: 1, kind: .callStart(start)),
+                WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(first)))),
+                WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(second)))),
+            ]), on: &connection, fromClient: true)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await DissectorCaptureTests.shark([
+            "-r", directory.path("capture.pcap"), "-V", "-O", "tokenet,protobuf",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stdout.contains("Lua Error"), "\(result.stdout)")
+        // Each masked field shows as zero in the masked copy of the message, and the frame says so.
+        #expect(result.stdout.contains("(card data masked; a masked number reads 0)"), "\(result.stdout)")
+        for field in ["f_int64: 0", "f_uint64: 0", "f_sint64: 0", "f_fixed64: 0", "f_double: 0", "Field(17): 0"] {
+            #expect(result.stdout.contains(field), "no \(field) in:\n\(result.stdout)")
+        }
+        for digits in ["4761000010000009", "761000010000009", "4.761000010000009", "9522000020000017"] {
+            #expect(!result.stdout.contains(digits), "\(digits) in:\n\(result.stdout)")
+        }
+        #expect(result.stdout.contains("1764647000000"), "\(result.stdout)")
     }
 }
