@@ -36,7 +36,7 @@ enum DecodeCommand {
                 })
             return 0
         }
-        var answered: [UInt32: AnyMethodDescriptor] = [:]
+        var answered = ClientCalls()
         if let file = options.callsFile {
             let client = try read(file)
             answered = try notText(client, named: file, options) { () throws(CLIError) in
@@ -94,6 +94,13 @@ enum DecodeCommand {
                     // Also as protobuf writes a full name, with a leading dot (`.tokenet.health.v1.HealthCheckResponse`).
                     let unqualified = name.hasPrefix(".") ? String(name.dropFirst()) : name
                     guard let type = ProtoRegistry.messageType(named: unqualified) else {
+                        if ProtoRegistry.service(named: unqualified) != nil {
+                            throw CLIError(
+                                .usage,
+                                "decode: --type: \(Self.shown(name)) is a service, not a message: give one of its "
+                                    + "methods' request or response types (tokenet describe ADDR \(unqualified) "
+                                    + "lists them), or the method with --method to decode frames")
+                        }
                         throw CLIError(
                             .usage,
                             "decode: --type: this build has no message \(Self.shown(name))"
@@ -136,6 +143,10 @@ enum DecodeCommand {
             }
             guard callsFile == nil || file != nil else {
                 throw CLIError(.usage, "decode: --calls CLIENT needs the server's side as FILE")
+            }
+            // Standard input holds one of them: the first read would leave nothing for the other.
+            guard callsFile != "-" || file != "-" else {
+                throw CLIError(.usage, "decode: --calls and FILE cannot both be standard input (-)")
             }
             encoding = encodings.first ?? .raw
         }
@@ -219,16 +230,26 @@ enum DecodeCommand {
         }
     }
 
+    /// The calls of the client's side of a connection (`--calls`), by stream id: their methods, and the paths of
+    /// those this build does not know.
+    struct ClientCalls {
+        var known: [UInt32: AnyMethodDescriptor] = [:]
+        var unknown: [UInt32: String] = [:]
+    }
+
     /// The methods of the call_start frames in the client's side of a connection, by stream id.
-    static func calls(in bytes: [UInt8], file: String) throws(CLIError) -> [UInt32: AnyMethodDescriptor] {
+    static func calls(in bytes: [UInt8], file: String) throws(CLIError) -> ClientCalls {
         try refuseTLSRecords(bytes, named: "--calls \(file)")
         var decoder = FrameDecoder(maximumFrameSize: frameLimit)
         decoder.feed(bytes)
-        var calls: [UInt32: AnyMethodDescriptor] = [:]
+        var calls = ClientCalls()
         do {
             while let frame = try decoder.nextFrame() {
-                if case .callStart(let start) = frame.kind, let method = Options.method(start.method) {
-                    calls[frame.streamID] = method
+                guard case .callStart(let start) = frame.kind else { continue }
+                if let method = Options.method(start.method) {
+                    calls.known[frame.streamID] = method
+                } else {
+                    calls.unknown[frame.streamID] = start.method
                 }
             }
             try decoder.finish()
@@ -251,15 +272,13 @@ enum DecodeCommand {
 
     /// Prints each frame as it is decoded, so that what came before a broken frame is still shown.
     /// `answered` holds the calls of the other side (`--calls`), whose messages here are their responses.
-    static func frames(
-        _ bytes: [UInt8], answering answered: [UInt32: AnyMethodDescriptor], method: AnyMethodDescriptor?
-    )
+    static func frames(_ bytes: [UInt8], answering answered: ClientCalls, method: AnyMethodDescriptor?)
         throws(CLIError)
     {
         try refuseTLSRecords(bytes, named: "the input")
         var decoder = FrameDecoder(maximumFrameSize: frameLimit)
         decoder.feed(bytes)
-        var calls = DecodedFrame.Calls(answered: answered, method: method)
+        var calls = DecodedFrame.Calls(answered: answered.known, method: method, unknownMethods: answered.unknown)
         var count = 0
         var empty = 0
         do {
@@ -273,7 +292,8 @@ enum DecodeCommand {
             throw error
         } catch {
             throw CLIError(
-                .data, "decode: frame \(count + 1) (after \(count) whole frames) cannot be decoded",
+                .data,
+                "decode: frame \(count + 1) (after \(count) whole frame\(count == 1 ? "" : "s")) cannot be decoded",
                 cause: DescribedError(error))
         }
         guard count > 0 else { throw CLIError(.data, "decode: the input holds no frame") }

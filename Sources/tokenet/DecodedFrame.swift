@@ -13,11 +13,16 @@ enum DecodedFrame {
         var answered: [UInt32: AnyMethodDescriptor]
         /// For any other stream (`--method`): its messages are this method's responses.
         var method: AnyMethodDescriptor?
+        /// Calls started, here or on the other side, for a method this build does not know: their messages stay
+        /// undecoded, and the note says why (it said their call_start was missing).
+        var unknownMethods: [UInt32: String] = [:]
 
         /// Streams whose messages turned out not to be `method`'s responses, each told once.
         var notTheMethods: Set<UInt32> = []
         /// Whether a message of a call with no known method was told of (once per input).
         var toldUnknownCall = false
+        /// The unknown methods whose messages were told of, each once.
+        var toldUnknownMethods: Set<String> = []
 
         /// The type of the messages on `streamID`; `guessed` when only `--method` says so: the server's side of a
         /// connection also holds the streams of other calls (the CLI's reflection lookups come first), whose
@@ -33,7 +38,11 @@ enum DecodedFrame {
     static func json(_ frame: WireV1.Frame, calls: inout Calls) throws(CLIError) -> String {
         switch frame.kind {
         case .callStart(let start):
-            if let known = DecodeCommand.Options.method(start.method) { calls.started[frame.streamID] = known }
+            if let known = DecodeCommand.Options.method(start.method) {
+                calls.started[frame.streamID] = known
+            } else {
+                calls.unknownMethods[frame.streamID] = start.method
+            }
         case .message(let message):
             guard let (type, direction, guessed) = calls.type(of: frame.streamID) else {
                 calls.tellUnknownCall(frame.streamID)
@@ -97,12 +106,24 @@ extension DecodedFrame.Calls {
     /// Says once that messages are shown undecoded for want of their call's method, and how to give it: the help
     /// promised a note, and the server's side of a connection printed base64 with none.
     mutating func tellUnknownCall(_ streamID: UInt32) {
+        if let path = unknownMethods[streamID] {
+            tellUnknownMethod(streamID, path)
+            return
+        }
         guard !toldUnknownCall else { return }
         toldUnknownCall = true
         printError(
             "decode: note: the messages of calls whose call_start is not in the input (stream \(streamID) first) are "
                 + "shown undecoded; give the client's side of the connection with --calls, or the method with "
                 + "--method")
+    }
+
+    /// Says once per method that its messages are shown undecoded: this build has no types for it.
+    mutating func tellUnknownMethod(_ streamID: UInt32, _ path: String) {
+        guard toldUnknownMethods.insert(path).inserted else { return }
+        printError(
+            "decode: note: the messages of \(DecodeCommand.Options.shown(path)) (stream \(streamID) first) are shown "
+                + "undecoded: this build does not know that method (a peer built from newer .proto files?)")
     }
 
     /// Says once per stream that its messages are shown undecoded, not as `--method`'s responses.

@@ -91,4 +91,59 @@ import TokenetWire
                     + "not have"),
             "\(result.stderr)")
     }
+
+    /// The messages of a call whose call_start is in the input, for a method this build does not know, are shown
+    /// undecoded with a note that names the method: the note said the call_start was missing and to give --calls,
+    /// which was already given.
+    @Test func aMethodThisBuildDoesNotKnowIsNamed() async throws {
+        let start = WireV1.CallStart(method: "/unknown.v1.Svc/Method")
+        let client: [WireV1.Frame] = [
+            WireV1.Frame(streamID: 3, kind: .callStart(start)),
+            WireV1.Frame(streamID: 3, kind: .message(WireV1.Message(data: Data([0x08, 0x01])))),
+        ]
+        let server: [WireV1.Frame] = [
+            WireV1.Frame(streamID: 3, kind: .message(WireV1.Message(data: Data([0x08, 0x02]))))
+        ]
+        let directory = try TemporaryDirectory()
+        let clientFile = directory.path("client.bin")
+        let serverFile = directory.path("server.bin")
+        try Data(try client.flatMap { try FrameEncoder().encode($0) }).write(to: URL(fileURLWithPath: clientFile))
+        try Data(try server.flatMap { try FrameEncoder().encode($0) }).write(to: URL(fileURLWithPath: serverFile))
+        let note =
+            "decode: note: the messages of '/unknown.v1.Svc/Method' (stream 3 first) are shown undecoded: this build "
+            + "does not know that method (a peer built from newer .proto files?)\n"
+        for arguments in [[clientFile], ["--calls", clientFile, serverFile]] {
+            let result = try await runTokenet(["decode"] + arguments)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.contains("\"data\": \"CA"), "\(arguments): \(result.stdout)")
+            #expect(result.stderr == note, "\(arguments): \(result.stderr)")
+        }
+    }
+
+    /// Standard input can be one of the two sides, not both: the second read found it empty, and the command went
+    /// on as if the server's side held nothing.
+    @Test func bothSidesFromStandardInputAreRefused() async throws {
+        let result = try await runTokenet(["decode", "--calls", "-", "-"], stdin: "")
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("--calls and FILE cannot both be standard input (-)"), "\(result.stderr)")
+    }
+
+    /// A service given as --type is named as one, with where to find its messages.
+    @Test func aServiceGivenAsTypeIsNamedAsOne() async throws {
+        let result = try await runTokenet(["decode", "--type", "tokenet.wallet.v1.WalletControl"], stdin: "")
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("'tokenet.wallet.v1.WalletControl' is a service, not a message"), "\(result.stderr)")
+    }
+
+    /// One whole frame before a broken one is "1 whole frame".
+    @Test func theFramesBeforeABrokenOneAreCountedInWords() async throws {
+        var hello = WireV1.Hello()
+        hello.protocolVersion = 1
+        let bytes =
+            try FrameEncoder().encode(WireV1.Frame(streamID: 0, kind: .hello(hello))) + [0, 0, 0, 2, 0xFF, 0xFF]
+        let result = try await runTokenet(["decode", "--hex"], stdin: DecodeCommandTests.hex(bytes))
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("frame 2 (after 1 whole frame) cannot be decoded"), "\(result.stderr)")
+    }
 }
