@@ -122,6 +122,13 @@ extension JSONValue {
 
     private static func writeString(_ string: String, to out: inout String) {
         out += "\""
+        // Printable ASCII with no quote or backslash goes as it is, in one piece: base64 of a message of megabytes
+        // was written a character at a time.
+        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            out += string
+            out += "\""
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -6,7 +6,9 @@ extension Unicode.Scalar {
     /// the characters of a method name or a merchant, or split a card number where nobody sees the split. Node logs,
     /// the CLI's text and the JSON it prints all escape the same set.
     public var isInvisibleInText: Bool {
-        value < 0x20 || (0x7F...0x9F).contains(value) || properties.generalCategory == .format
-            || self == "\u{2028}" || self == "\u{2029}"
+        // ASCII, most of any text, without the general category's table lookup: the JSON of a message of several
+        // megabytes (base64 of its bytes) spent a sixth of `tokenet decode`'s time there.
+        if value < 0x80 { return value < 0x20 || value == 0x7F }
+        return value <= 0x9F || properties.generalCategory == .format || self == "\u{2028}" || self == "\u{2029}"
     }
 }
