@@ -110,6 +110,11 @@ import TokenetWire
                 WireV1.Frame(streamID: 1, kind: .callStart(start)),
                 WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(first)))),
                 WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(second)))),
+                // A method this build does not know: its message's numbers are masked all the same.
+                WireV1.Frame(streamID: 3, kind: .callStart(WireV1.CallStart(method: "/unknown.v1.Svc/Method"))),
+                WireV1.Frame(
+                    streamID: 3,
+                    kind: .message(WireV1.Message(data: Data(DissectorVarintTests.varintField(1, pan))))),
             ]), on: &connection, fromClient: true)
         let directory = try TemporaryDirectory()
         try capture.write(to: directory.path("capture.pcap"))

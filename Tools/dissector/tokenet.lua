@@ -1113,7 +1113,9 @@ local function message_positions(range, base, message_type, positions, depth)
     local fields = read_fields(range)
     if kinds == nil or fields == nil or depth > 32 then
         as_text(range)
-        return
+        -- A message of a type this build lacks (a newer method's) still has its numbers masked where it reads as
+        -- fields: the protobuf dissector may show them as unknown fields.
+        if fields ~= nil and depth <= 32 then kinds = {} else return end
     end
     for _, field in ipairs(fields) do
         local kind = kinds[field.number]
