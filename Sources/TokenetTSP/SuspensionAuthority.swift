@@ -35,12 +35,12 @@ enum SuspensionAuthority: Int, Comparable, Sendable {
 
     /// What a suspend or resume of a SUSPENDED token comes to, given who holds its suspension.
     enum Decision: Equatable, Sendable {
-        /// Left to the lifecycle state machine: a resume by a party entitled to it, or a suspend by a party that
-        /// does not outrank the suspender (refused there, as the token is already SUSPENDED).
+        /// Left to the lifecycle state machine: a resume by a party entitled to it.
         case proceed
         /// A higher party suspends a suspended token: it becomes the suspension's holder; the state stays.
         case takeOver
-        /// A resume by a party below the suspender, with the message a person can act on.
+        /// A resume by a party below the suspender, or a suspend by a party that does not outrank it, with the
+        /// message a person can act on.
         case refuse(String)
     }
 
@@ -48,7 +48,13 @@ enum SuspensionAuthority: Int, Comparable, Sendable {
         resuming: Bool, by party: SuspensionAuthority, heldBy holder: SuspensionAuthority, reason: String,
         token digitalCardID: String
     ) -> Decision {
-        guard resuming else { return party > holder ? .takeOver : .proceed }
+        guard resuming else {
+            guard party <= holder else { return .takeOver }
+            // Named with its holder and reason: the state machine's bare "cannot suspend a token that is SUSPENDED"
+            // left an operator retrying after a lost answer unable to tell their own suspension from another's.
+            let why = reason.isEmpty ? "" : ", \(reason)"
+            return .refuse("token \"\(digitalCardID)\" is already SUSPENDED (by \(holder.name)\(why))")
+        }
         guard party < holder else { return .proceed }
         let entitled = holder == .tsp ? "the TSP" : "\(holder.name) or the TSP"
         return .refuse(

@@ -75,7 +75,9 @@ import TokenetWire
             try await wallet.changeTokenState(Self.change(id, .resume))
         }
         _ = try await wallet.changeTokenState(Self.change(id, .suspend))
-        await expectRPCError(.failedPrecondition, "cannot suspend a token that is SUSPENDED") {
+        await expectRPCError(
+            .failedPrecondition, "token \"\(id)\" is already SUSPENDED (by the wallet, USER_REQUEST)"
+        ) {
             try await wallet.changeTokenState(Self.change(id, .suspend))
         }
         let deleted = try await wallet.changeTokenState(Self.change(id, .delete))

@@ -47,9 +47,48 @@ import TokenetWire
         }
         #expect(decide(.issuer, .wallet) == .takeOver)
         #expect(decide(.tsp, .issuer) == .takeOver)
-        #expect(decide(.wallet, .wallet) == .proceed)
-        #expect(decide(.wallet, .issuer) == .proceed)
-        #expect(decide(.issuer, .issuer) == .proceed)
+    }
+
+    /// A suspend of a token already suspended by the same party or one above it is refused naming the holder and
+    /// its reason: the state machine's bare "cannot suspend a token that is SUSPENDED" read the same for an
+    /// operator's own earlier suspension (a retry after a lost answer) and for another party's.
+    @Test func aSuspendNotAboveTheSuspenderIsRefusedWithWhoHoldsIt() {
+        func decide(_ party: Authority, _ holder: Authority) -> Authority.Decision {
+            Authority.decide(resuming: false, by: party, heldBy: holder, reason: "LOST_CARD", token: "DN1")
+        }
+        #expect(decide(.wallet, .wallet) == .refuse("token \"DN1\" is already SUSPENDED (by the wallet, LOST_CARD)"))
+        #expect(decide(.wallet, .issuer) == .refuse("token \"DN1\" is already SUSPENDED (by the issuer, LOST_CARD)"))
+        #expect(decide(.issuer, .issuer) == .refuse("token \"DN1\" is already SUSPENDED (by the issuer, LOST_CARD)"))
+        #expect(decide(.issuer, .tsp) == .refuse("token \"DN1\" is already SUSPENDED (by the TSP, LOST_CARD)"))
+        #expect(decide(.tsp, .tsp) == .refuse("token \"DN1\" is already SUSPENDED (by the TSP, LOST_CARD)"))
+    }
+
+    /// Through the TSP's services: the issuer's repeated suspend and the TSP operator's, each answered with the
+    /// suspension's holder and reason, and the token stays as it was.
+    @Test func aRepeatedSuspendNamesWhoSuspendedTheTokenAndWhy() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let issuer = LifecycleTests.lifecycle(tsp, as: LifecycleTests.issuer1)
+        let tspOperator = LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1)
+
+        _ = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"))
+        let again = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(again.results.map(\.statusCode) == [StatusCode.failedPrecondition.rawValue])
+        #expect(again.results.map(\.tokenState) == [.suspended])
+        #expect(again.results.first?.message == "token \"\(id)\" is already SUSPENDED (by the issuer, LOST_CARD)")
+
+        _ = try await tspOperator.changeTokenState(LifecycleTests.change(id, .suspend, "FRAUD_SUSPECTED"))
+        await expectRPCError(
+            .failedPrecondition, "token \"\(id)\" is already SUSPENDED (by the TSP, FRAUD_SUSPECTED)"
+        ) {
+            try await tspOperator.changeTokenState(LifecycleTests.change(id, .suspend, "FRAUD_SUSPECTED"))
+        }
+        let held = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(held.results.first?.message == "token \"\(id)\" is already SUSPENDED (by the TSP, FRAUD_SUSPECTED)")
+        #expect(tsp.published.of("CARD_STATE").count == 1)
     }
 
     @Test func theWalletCannotLiftTheIssuersSuspensionButTheIssuerCan() async throws {
