@@ -62,8 +62,18 @@ extension IssuerCommand {
             return try PartySession.run(
                 options, json: flags.json,
                 call: { session, callOptions in
-                    try await IssuerV1.IssuerCardCare.Client(session.client).changeTokenStates(
-                        request, options: callOptions)
+                    do {
+                        return try await IssuerV1.IssuerCardCare.Client(session.client).changeTokenStates(
+                            request, options: callOptions)
+                    } catch let error as RPCError where Self.changeMayHaveReachedTSP(error) {
+                        // The issuer may have sent the change on before this command's call was lost: the bare
+                        // "connection lost" read as a change that did not happen, and a retry as a risk.
+                        throw RPCError(
+                            error.code,
+                            "\(error.message); the change may have reached the TSP and been made there: send the "
+                                + "same command again, which answers each token's state, or see the states with "
+                                + "tokenet tsp tokens", cause: error)
+                    }
                 },
                 text: { response, traceID in
                     // A card with no token to change printed the table's header alone, and nothing said so.
@@ -85,6 +95,14 @@ extension IssuerCommand {
         case .unavailable: !error.callWasNotProcessed && error.message.hasPrefix("connection lost")
         default: false
         }
+    }
+
+    /// Whether a failed change of token states may have been passed on to the TSP by the issuer: this command's own
+    /// call was lost after it was sent (`answerMayBeLost`). The issuer's own answers about its calls to the TSP
+    /// ("the TSP could not be reached, so no token was changed", "the TSP's ChangeIssuerTokenStates failed, so the
+    /// tokens' states are unknown") say already what happened there, and a call that never left changed nothing.
+    static func changeMayHaveReachedTSP(_ error: RPCError) -> Bool {
+        answerMayBeLost(error) && !error.callWasNeverSent && !error.message.hasPrefix("the TSP")
     }
 
     static let renewCard = PartyAction(
