@@ -33,6 +33,9 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                 return removed
             }
             let (card, digitalCardID) = try digitalCard(request.cardRef)
+            if let refusal = Self.endedTokenRefusal(card, digitalCardID: digitalCardID, action: request.action) {
+                throw refusal
+            }
             let answer: TspV1.ChangeTokenStateResponse
             do {
                 answer = try await tsp.changeTokenState(
@@ -79,6 +82,21 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             "the TSP changed the token (it is \(name) now), but the wallet could not record it: \(why). The wallet "
                 + "takes the change from the TSP's notification once it can write again; do not repeat the command",
             cause: ServerFailure(error))
+    }
+
+    /// A suspend or resume of a card whose token the wallet knows has ended (DEACTIVATED, which is final): refused
+    /// here, as delete handles such a card without the TSP. Asked, the TSP refused it all the same, and the answer
+    /// ("the TSP's ChangeTokenState failed") read as a TSP problem rather than a card that is gone. Nil otherwise.
+    static func endedTokenRefusal(
+        _ card: WalletCardRecord, digitalCardID: String, action: TspV1.LifecycleAction
+    ) -> WalletError? {
+        guard action == .suspend || action == .resume, card.result?.tokenState == .deactivated else { return nil }
+        let verb = action == .suspend ? "suspend" : "resume"
+        return WalletError(
+            .failedPrecondition,
+            "cannot \(verb) \(card.cardRef): its token \(digitalCardID) had already ended (DEACTIVATED), so the TSP "
+                + "was not asked; a deactivated token never changes state again (tokenet wallet delete removes the "
+                + "card from the wallet)")
     }
 
     /// A delete of a card without a token, or whose token has ended, removes the card from the wallet, with no TSP

@@ -21,10 +21,10 @@ extension WalletCommand {
         suspend, resume and delete ask the TSP to change the card's token (the reason code, e.g. USER_REQUEST, is
         kept in its audit trail); the TSP notifies the issuer app. A card that never got a token (T&C not accepted,
         or DECLINED) or whose token has ended (DEACTIVATED) is removed from the wallet by delete, with no TSP call;
-        one whose digitization has no answer yet is refused (run accept-terms again first). transactions lists the
-        transactions the TSP notified, inbox the messages the wallet received from the TSP's broker (its newest
-        10,000). keys shows the card's limited-use payment keys; pay spends one, and the wallet asks the TSP for a new
-        batch when few are left.
+        one whose digitization has no answer yet is refused (run accept-terms again first). suspend and resume
+        refuse a token that has ended without asking the TSP. transactions lists the transactions the TSP notified,
+        inbox the messages the wallet received from the TSP's broker (its newest 10,000). keys shows the card's
+        limited-use payment keys; pay spends one, and the wallet asks the TSP for a new batch when few are left.
         """
 
     static func changeState(_ word: String) -> PartyAction {

@@ -231,6 +231,24 @@ import TokenetWire
         }
     }
 
+    /// A suspend or resume of a card whose token the wallet knows has ended is refused by the wallet, as delete
+    /// removes such a card without the TSP: the TSP was asked, and its refusal read as a failed TSP call.
+    @Test(arguments: [TspV1.LifecycleAction.suspend, .resume])
+    func aCardWhoseTokenEndedIsNotSuspendedOrResumedAtTheTSP(_ action: TspV1.LifecycleAction) async throws {
+        let (wallet, _) = try await Self.digitized()
+        try await wallet.notifications.handle(Self.cardState(.deactivated))
+        let verb = action == .suspend ? "suspend" : "resume"
+        await expectRPCError(
+            .failedPrecondition,
+            "cannot \(verb) card-1: its token \(Self.id) had already ended (DEACTIVATED), so the TSP was not asked"
+        ) {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: action, reasonCode: "USER_REQUEST"))
+        }
+        #expect(wallet.lifecycleTSP.recorded.changes.isEmpty)
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .deactivated)
+    }
+
     /// A card whose Digitize was sent and never answered may have a token at the TSP that the wallet does not know
     /// of yet: removing the card would leave that token behind, so the delete is refused and says what to do.
     @Test func aCardWhoseDigitizationIsUnansweredIsNotRemoved() async throws {
