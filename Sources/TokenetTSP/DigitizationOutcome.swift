@@ -75,8 +75,11 @@ struct DigitizationOutcome: Sendable, Equatable {
     /// The token was deleted (by `actor`, for `reason`) while its digitization waited for a decision: the TSP
     /// declines it without asking the issuer.
     static func deletedBeforeDecision(by actor: String, reason: String) -> DigitizationOutcome {
+        // Named by its party alone: the history names it with its id (`TokenActor`), and "deleted by the
+        // issuer:bank-a" read as garbled.
+        let party = actor.split(separator: ":", maxSplits: 1).first.map(String.init) ?? actor
         let why =
-            "the token was deleted by the \(actor == "tsp" || actor == "operator" ? "TSP" : actor)"
+            "the token was deleted by the \(party == "tsp" || party == "operator" ? "TSP" : party)"
             + (reason.isEmpty ? "" : " (\(reason))") + " before its digitization was decided; add the card again"
         return DigitizationOutcome(
             decision: .declined, state: .deactivated, reason: "declined: \(why)", idvMethods: [], declineReason: why,

@@ -104,7 +104,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 // again is refused once the code is verified. The issuer app hears of it as of the other activations.
                 let journaled = try tsp.store.submitOTP(
                     digitalCardID: token.digitalCardID, code: request.code, policy: tsp.configuration.otpPolicy,
-                    actor: "wallet:\(context.peer?.nodeID ?? "unknown")", traceID: context.traceID, nowMs: tsp.nowMs,
+                    actor: TokenActor.wallet(node: context.peer?.nodeID), traceID: context.traceID, nowMs: tsp.nowMs,
                     announce: { after in
                         TSPService.cardState(
                             TokenStateChange(before: before, after: after), reason: "IDV_OTP", initiator: "wallet")
@@ -300,7 +300,7 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
                 let before = try tsp.store.token(token.digitalCardID) ?? token
                 // The wallet hears of a call-centre activation only through the broker: nothing else tells it.
                 let journaled = try tsp.store.activateToken(
-                    digitalCardID: token.digitalCardID, actor: "issuer:\(token.issuerID)", reason: reason,
+                    digitalCardID: token.digitalCardID, actor: TokenActor.issuer(token.issuerID), reason: reason,
                     traceID: context.traceID, nowMs: tsp.nowMs,
                     announce: { activated in
                         TSPService.cardState(

@@ -41,7 +41,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 previousCardID: request.previousCardID, newCardID: request.newCardID, panLast4: pan.last4,
                 expiry: expiry)
             let journaled = try tsp.store.renewFundingCard(
-                request.digitalCardIds, pan: pan, expiry: try? card.expiry(), actor: "issuer",
+                request.digitalCardIds, pan: pan, expiry: try? card.expiry(), actor: TokenActor.issuer(owner.id),
                 traceID: context.traceID, nowMs: tsp.nowMs,
                 announce: { renewed in
                     renewed.map { token in

@@ -38,7 +38,8 @@ extension IssuerIdvService {
                 let before = try tsp.store.token(token.digitalCardID) ?? token
                 // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.
                 let journaled = try tsp.store.activateToken(
-                    digitalCardID: token.digitalCardID, actor: "issuer-app:\(token.issuerID)/\(claims.userID)",
+                    digitalCardID: token.digitalCardID,
+                    actor: TokenActor.issuerApp(token.issuerID, user: claims.userID),
                     reason: "in-app ID&V: the cardholder signed in to the issuer app (device \(claims.deviceID))",
                     traceID: context.traceID, nowMs: tsp.nowMs,
                     announce: { activated in

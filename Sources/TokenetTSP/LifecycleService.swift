@@ -28,9 +28,10 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             let isWallet = context.peer?.role == .wallet
             let initiator = isWallet ? "wallet" : "tsp"
             let nodeID = context.peer?.nodeID
+            let actor = isWallet ? TokenActor.wallet(node: nodeID) : "tsp"
             let change = try await tsp.stateChanges.run {
                 let journaled = try tsp.store.changeTokenState(
-                    request.digitalCardID, event: event, actor: initiator, reason: reason, traceID: context.traceID,
+                    request.digitalCardID, event: event, actor: actor, reason: reason, traceID: context.traceID,
                     nowMs: tsp.nowMs,
                     announce: { TSPService.cardState($0, reason: reason, initiator: initiator) },
                     authorize: { token in
@@ -81,7 +82,8 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                 do {
                     let change = try await tsp.stateChanges.run {
                         let journaled = try tsp.store.changeTokenState(
-                            id, event: event, actor: "issuer", reason: reason, traceID: context.traceID,
+                            id, event: event, actorOf: { TokenActor.issuer($0.issuerID) }, reason: reason,
+                            traceID: context.traceID,
                             nowMs: tsp.nowMs,
                             announce: { TSPService.cardState($0, reason: reason, initiator: "issuer") },
                             authorize: authorize)

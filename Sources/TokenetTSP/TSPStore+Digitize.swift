@@ -210,9 +210,11 @@ extension TSPStore {
                     """,
                     [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
                 if overruled != nil { overruled = token }
+                // `decided_by` keeps the bare party; the history names the issuer as its other rows do (`TokenActor`).
+                let actor = outcome.decidedBy == "issuer" ? TokenActor.issuer(token.issuerID) : outcome.decidedBy
                 try recordEvent(
-                    tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
-                    reason: outcome.reason, traceID: traceID, nowMs: nowMs)
+                    tx, token: token.digitalCardID, from: from, to: token.state, actor: actor, reason: outcome.reason,
+                    traceID: traceID, nowMs: nowMs)
                 try insertIdvMethods(tx, token.digitalCardID, outcome.idvMethods)
                 // A new token of the card (live, or waiting for its own step-up) supersedes one the cardholder left
                 // waiting: two tokens waiting for ID&V could otherwise both be activated, and abandoned ones pile up.

@@ -21,6 +21,18 @@ extension TSPStore {
         traceID: String, nowMs: UInt64, announce: (TokenStateChange) throws -> [Announcement] = { _ in [] },
         authorize: (TokenRecord) throws -> Void
     ) throws -> Journaled<TokenStateChange> {
+        try changeTokenState(
+            digitalCardID, event: event, actorOf: { _ in actor }, reason: reason, traceID: traceID, nowMs: nowMs,
+            announce: announce, authorize: authorize)
+    }
+
+    /// `changeTokenState` with the actor recorded for the token as `actorOf` names it: an issuer is recorded as the
+    /// token's issuer (`issuer:ISSUER_ID`), which one node that registered several issuers knows only from the token.
+    func changeTokenState(
+        _ digitalCardID: String, event: TokenLifecycleStateMachine.Event, actorOf: (TokenRecord) -> String,
+        reason: String, traceID: String, nowMs: UInt64,
+        announce: (TokenStateChange) throws -> [Announcement] = { _ in [] }, authorize: (TokenRecord) throws -> Void
+    ) throws -> Journaled<TokenStateChange> {
         try journaling(
             { tx in
                 guard
@@ -29,6 +41,7 @@ extension TSPStore {
                     ).map(Self.token(from:))
                 else { throw TSPError.unknownToken(digitalCardID) }
                 try authorize(before)
+                let actor = actorOf(before)
                 if before.state == .suspended, event == .resume || event == .suspend,
                     let suspension = try lastSuspension(tx, of: digitalCardID)
                 {

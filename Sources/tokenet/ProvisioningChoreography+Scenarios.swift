@@ -137,7 +137,8 @@ extension ProvisioningChoreography {
         }
         report(indent(PartyText.history(history), by: 4))
         try expect(history.token?.state == finalState, "the TSP's token to be \(PartyText.state(finalState))")
-        try expect(history.events.last?.actor == "issuer", "the issuer (not the stand-in) to have decided")
+        try expect(
+            history.events.last?.actor.hasPrefix("issuer:") == true, "the issuer (not the stand-in) to have decided")
     }
 
     /// One line for an AddCard answer: the T&C by id and language, not their full text.

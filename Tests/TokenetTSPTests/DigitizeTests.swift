@@ -28,7 +28,7 @@ import TokenetWire
         #expect(history.token?.state == .active)
         #expect(history.events.map(\.toState) == [.inactive, .active])
         #expect(history.events.map(\.fromState) == [.unspecified, .inactive])
-        #expect(history.events.map(\.actor) == ["tsp", "issuer"])
+        #expect(history.events.map(\.actor) == ["tsp", "issuer:bank-a"])
         #expect(history.events.allSatisfy { !$0.traceID.isEmpty && $0.atMs > 0 })
 
         let listed = try await tsp.control.listTokens(TspV1.ListTokensRequest(walletAccountID: TSPHarness.account))

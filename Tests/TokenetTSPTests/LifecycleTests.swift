@@ -64,7 +64,7 @@ import TokenetWire
         }
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
         #expect(history.events.map(\.toState) == [.inactive, .active, .suspended, .active, .deactivated])
-        #expect(history.events.suffix(3).allSatisfy { $0.actor == "wallet" && $0.reason == "USER_REQUEST" })
+        #expect(history.events.suffix(3).allSatisfy { $0.actor == "wallet:wallet-1" && $0.reason == "USER_REQUEST" })
     }
 
     @Test func invalidTransitionsAreRefusedWithTheStateMachinesMessageAndPublishNothing() async throws {

@@ -134,7 +134,7 @@ import TokenetWire
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
         let last = try #require(history.events.last)
         #expect(last.fromState == .suspended && last.toState == .suspended)
-        #expect(last.actor == "issuer" && last.reason == "LOST_CARD")
+        #expect(last.actor == "issuer:bank-a" && last.reason == "LOST_CARD")
         // Taking over changes no state: no version and no notification.
         #expect(tsp.published.of("CARD_STATE").count == 1)
 

@@ -205,7 +205,9 @@ extension TspV1 {
 
         public var toState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
-        /// issuer, wallet, tsp, stand-in, operator
+        /// Who made the change: tsp, stand-in (the TSP's stand-in rule), or a party and its id: wallet:NODE_ID,
+        /// issuer:ISSUER_ID, issuer-app:ISSUER_ID/USER_ID. Rows stored by earlier versions may name the party alone
+        /// (issuer, wallet) or be operator.
         public var actor: String = ""
 
         public var reason: String = ""

@@ -119,7 +119,9 @@ struct  Tokenet__Tsp__V1__TokenEvent
   Tokenet__Card__V1__TokenState from_state;
   Tokenet__Card__V1__TokenState to_state;
   /*
-   * issuer, wallet, tsp, stand-in, operator
+   * Who made the change: tsp, stand-in (the TSP's stand-in rule), or a party and its id: wallet:NODE_ID,
+   * issuer:ISSUER_ID, issuer-app:ISSUER_ID/USER_ID. Rows stored by earlier versions may name the party alone
+   * (issuer, wallet) or be operator.
    */
   char *actor;
   char *reason;
