@@ -39,8 +39,9 @@ extension Scenario {
     public static let identities = ["operator", "tsp", "issuer", "wallet"]
 
     /// `ROLE/ID` (`wallet/my-wallet`): an identity of the script's own, with the certificate `ID.pem` that
-    /// `Tools/gen-certs --node ROLE/ID` makes (the URI SAN tokenet://ROLE/ID), as a party under test has; nil when
-    /// `text` is not one (`ownIdentityProblem` says why).
+    /// `Tools/gen-certs --node ROLE/ID` makes (the URI SAN tokenet://ROLE/ID), as a party under test has, or the
+    /// PKI's own one of the role (`wallet/wallet-1`, `pkiID`); nil when `text` is not one (`ownIdentityProblem` says
+    /// why).
     public static func ownIdentity(_ text: String) -> (role: String, id: String)? {
         guard ownIdentityProblem(text) == nil, let slash = text.firstIndex(of: "/") else { return nil }
         return (String(text[..<slash]), String(text[text.index(after: slash)...]))
@@ -50,7 +51,7 @@ extension Scenario {
     public static let longestOwnIdentity = 64
 
     /// What is wrong with `text` as `ROLE/ID`, or nil when it is one. ID is 1 to 64 letters, digits, `.`, `_` and
-    /// `-`, and none of the file names the PKI has anyway (`ca` and the roles').
+    /// `-`, none of the file names the PKI has anyway (`ca` and the roles'), and not another role's ID in the PKI.
     public static func ownIdentityProblem(_ text: String) -> String? {
         guard let slash = text.firstIndex(of: "/") else { return "no ROLE/ID" }
         let role = String(text[..<slash])
@@ -69,8 +70,18 @@ extension Scenario {
         guard !(["ca", ".", ".."] + identities).contains(String(id)) else {
             return "'\(id)' names a certificate the PKI has anyway; choose another ID"
         }
+        // Tools/gen-certs refuses to make a certificate for an ID that one of the PKI's own holds: the line passed
+        // --check and the run failed as it reached it. The role's own ID is that certificate, and is taken.
+        if let holder = identities.first(where: { pkiID(of: $0) == String(id) }), holder != role {
+            return "the ID \(id) is \(holder)/\(id)'s, whose certificate the PKI has anyway (\(holder).pem); give "
+                + "this identity another"
+        }
         return nil
     }
+
+    /// The ID in the certificate the PKI has for `role` (`ROLE.pem`, with the URI SAN tokenet://ROLE/ROLE-1, as
+    /// Tools/gen-certs makes it): `identity wallet/wallet-1` is the sandbox's own wallet, and presents `wallet.pem`.
+    public static func pkiID(of role: String) -> String { "\(role)-1" }
 
     /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
     public static func parse(_ text: String, source: String) throws(ScenarioError) -> Scenario {

@@ -43,10 +43,14 @@ extension ScenarioCommand {
         for scenario in scenarios {
             for step in scenario.steps {
                 guard case .identity(let role) = step.action else { continue }
-                // An identity of the script's own is made only in a sandbox: here, with its files, by hand.
+                // An identity of the script's own is made only in a sandbox: here, with its files, by hand. The
+                // role's own ID (wallet/wallet-1) is the role's certificate, unless the PKI has one for the ID.
                 let own = Scenario.ownIdentity(role)
-                let name = own?.id ?? role
-                let hint = own.map { " (make it with: tokenet pki init \(pki.path) --node \($0.role)/\($0.id))" } ?? ""
+                let name = ScenarioRunner.certificateName(for: role, in: pki)
+                let hint =
+                    own.flatMap {
+                        $0.id == name ? " (make it with: tokenet pki init \(pki.path) --node \($0.role)/\($0.id))" : nil
+                    } ?? ""
                 for file in ["\(name).pem", "\(name).key"]
                 where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
                     throw CLIError(

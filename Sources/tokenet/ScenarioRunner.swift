@@ -154,7 +154,9 @@ final class ScenarioRunner {
             try sleep(duration)
         case .identity(let role):
             identity = try certificate(for: role, line: line)
-            print(line, "identity \(role) for the calls below")
+            // The role's own ID (wallet/wallet-1) is the PKI's certificate of the role, as the line may not suggest.
+            let file = role.contains("/") && !role.hasSuffix("/\(identity)") ? " (\(identity).pem)" : ""
+            print(line, "identity \(role) for the calls below\(file)")
         case .header(let text):
             guard let text else {
                 headers = Metadata()

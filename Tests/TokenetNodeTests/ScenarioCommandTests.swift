@@ -118,6 +118,35 @@ import TokenetTransport
         #expect(result.stderr.contains("FAILED at line 8: expected OK, got DEADLINE_EXCEEDED"), "\(result.stderr)")
     }
 
+    /// The sandbox's own identities written as ROLE/ID (`wallet/wallet-1`) are its certificates of the role: the run
+    /// asked Tools/gen-certs for a wallet-1.pem, which it refused beside wallet.pem. Another role with such an ID is
+    /// refused by `--check`.
+    @Test func theSandboxsOwnIdentitiesAreItsCertificates() async throws {
+        let result = try await Self.run(
+            """
+            identity wallet/wallet-1
+            encrypt card 4761000010000009 12/29 123
+            call tsp tokenet.tsp.v1.Provisioning/CheckEligibility {"requestId": "w1-check", "walletAccountId": "w1-account", "device": {"deviceId": "w1-phone", "deviceType": "PHONE"}, "encryptedCardData": ${card}}
+            expect OK {"eligible": true}
+            identity operator/operator-1
+            call tsp tokenet.tsp.v1.TspControl/ListTokens
+            """)
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stdout.contains("    1  identity wallet/wallet-1 for the calls below (wallet.pem)\n"))
+        #expect(!result.stdout.contains("made by Tools/gen-certs"), "\(result.stdout)")
+
+        let directory = try TemporaryDirectory()
+        let file = directory.path("clash.scenario")
+        try "echo a\nidentity issuer/wallet-1\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(
+            check.stderr.hasPrefix(
+                "tokenet: scenario: \(file):2: identity issuer/wallet-1: the ID wallet-1 is wallet/wallet-1's, whose "
+                    + "certificate the PKI has anyway (wallet.pem); give this identity another\n"),
+            "\(check.stderr)")
+    }
+
     /// A request written out is checked against its type before any node starts; one that only fits or not once
     /// its `${NAME}`s are filled in is checked as it runs, and is the script's error too.
     @Test func aRequestThatDoesNotFitItsTypeIsTheScriptsError() async throws {

@@ -191,6 +191,27 @@ import TokenetTransport
             "\(text().suffix(2000))")
         #expect(text().contains("   28  expect OK: met"), "\(text().suffix(2000))")
 
+        // The sandbox's own wallet written as ROLE/ID is its wallet.pem (Tools/gen-certs refused to make a wallet-1.pem
+        // beside it); another role with its ID is refused as the line is read.
+        commands.write(
+            Data(
+                """
+                identity wallet/wallet-1
+                call tsp tokenet.health.v1.Health/Check
+                identity issuer/wallet-1
+                identity operator
+                echo identities
+
+                """.utf8))
+        try waitFor("   34  identities", up)
+        #expect(
+            text().contains("   30  identity wallet/wallet-1 for the calls below (wallet.pem)\n"),
+            "\(text().suffix(2000))")
+        #expect(text().contains("   31  call tsp tokenet.health.v1.Health/Check -> OK"), "\(text().suffix(2000))")
+        #expect(
+            text().contains("error: line 32: identity issuer/wallet-1: the ID wallet-1 is wallet/wallet-1's"),
+            "\(text().suffix(2000))")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]

@@ -165,6 +165,14 @@ import TokenetWire
             "identity wallet/shared\nidentity issuer/shared",
             "s:2: identity issuer/shared: the ID shared is wallet/shared's in this script; give this identity another"
         ),
+        // Another role's ID in the PKI: Tools/gen-certs refused to make its certificate as the run reached the line.
+        (
+            "identity issuer/wallet-1",
+            "s:1: identity issuer/wallet-1: the ID wallet-1 is wallet/wallet-1's, whose certificate the PKI has anyway "
+                + "(wallet.pem); give this identity another"
+        ),
+        ("identity wallet/operator-1", "s:1: identity wallet/operator-1: the ID operator-1 is operator/operator-1's"),
+        ("identity operator/tsp-1", "s:1: identity operator/tsp-1: the ID tsp-1 is tsp/tsp-1's"),
         // encrypt's card data is an object, which a JSON string would hold as text.
         (
             "encrypt card 4761000010000009 12/29\ncall tsp a.B/C {\"encryptedCardData\": \"${card}\"}",
@@ -249,6 +257,19 @@ import TokenetWire
             save card cardRef
             call tsp a.B/C {"cardRef": "${card}"}
             """, source: "s")
+    }
+
+    /// A role's own ID in the PKI (`wallet/wallet-1`) is that role's certificate, which the run presents as is.
+    @Test func theRolesOwnIDsAreIdentities() throws {
+        let scenario = try Scenario.parse(
+            "identity wallet/wallet-1\nidentity operator/operator-1\nidentity issuer/issuer-1\nidentity tsp/tsp-1",
+            source: "s")
+        #expect(
+            scenario.steps.map(\.action) == [
+                .identity("wallet/wallet-1"), .identity("operator/operator-1"), .identity("issuer/issuer-1"),
+                .identity("tsp/tsp-1"),
+            ])
+        #expect(Scenario.ownIdentity("tsp/tsp-1")?.id == Scenario.pkiID(of: "tsp"))
     }
 
     /// `spawn` starts a call that `join` judges later, with the expect and save lines that follow the join; a
