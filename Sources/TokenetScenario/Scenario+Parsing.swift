@@ -142,6 +142,22 @@ extension Scenario {
             paused.formIntersection(running)
         }
 
+        /// Takes back the `expect` line just read, which the console's run refused as the line's own error (an
+        /// expected object that is no response of the call's type): it is as if never typed, as a line the parser
+        /// refuses is, so that a corrected one is not refused as the call's second expect line.
+        public mutating func withdrawExpectation() {
+            guard let index = openCall else { return }
+            switch steps[index].action {
+            case .call(var call):
+                call.expectation = ScenarioExpectation()
+                steps[index].action = .call(call)
+            case .join(var join):
+                join.expectation = ScenarioExpectation()
+                steps[index].action = .join(join)
+            default: break
+            }
+        }
+
         /// What one line did.
         public enum Effect: Sendable, Equatable {
             /// A blank line or a comment.

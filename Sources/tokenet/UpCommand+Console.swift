@@ -103,7 +103,16 @@ extension UpCommand {
                     // down, so its `start` is not refused as "running".
                     if let nodes = runner.nodes { parser.nodesRunning(nodes.up) }
                     do {
-                        try runner.runAtConsole(try parser.read(line: line, number: number), line: number)
+                        let effect = try parser.read(line: line, number: number)
+                        do {
+                            try runner.runAtConsole(effect, line: number)
+                        } catch let error as ScenarioRunner.Failure where error.scriptError {
+                            // An expect line the run refuses (its object is no response of the call's type) is as
+                            // if never typed, as one the parser refuses is: kept, it was the call's expect line, and
+                            // the corrected one was refused as a second.
+                            if case .expectation = effect { parser.withdrawExpectation() }
+                            throw error
+                        }
                     } catch let error as ScenarioError {
                         // The parser quotes the words it did not understand, and what is typed may hold a card number.
                         printOut("error: line \(maskPAN(error.message))")

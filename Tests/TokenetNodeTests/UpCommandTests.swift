@@ -212,6 +212,24 @@ import TokenetTransport
             text().contains("error: line 32: identity issuer/wallet-1: the ID wallet-1 is wallet/wallet-1's"),
             "\(text().suffix(2000))")
 
+        // An expect line refused for its object (no value of the response's type) is as if never typed: the
+        // corrected one is the call's expect line, not a second one.
+        commands.write(
+            Data(
+                """
+                call tsp tokenet.health.v1.Health/Check
+                expect OK {"status": "ACTIVE"}
+                expect OK {"status": "SERVING_STATUS_SERVING"}
+                echo corrected
+
+                """.utf8))
+        try waitFor("   38  corrected", up)
+        #expect(
+            text().contains("error: line 36: the expected object is not a tokenet.health.v1.HealthCheckResponse"),
+            "\(text().suffix(2000))")
+        #expect(text().contains("   37  expect OK: met\n"), "\(text().suffix(2000))")
+        #expect(!text().contains("already has an expect line"), "\(text().suffix(2000))")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]

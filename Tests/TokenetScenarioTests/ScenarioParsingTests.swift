@@ -259,6 +259,24 @@ import TokenetWire
             """, source: "s")
     }
 
+    /// An expect line taken back (the console's run refused its object) is as if never typed: the next one is the
+    /// call's, or the join's, expect line.
+    @Test func aWithdrawnExpectLineLeavesRoomForAnother() throws {
+        var parser = Scenario.Parser()
+        for (call, number) in [("call tsp a.B/C", 1), ("spawn s tsp a.B/C\njoin s", 4)] {
+            var line = number
+            for text in call.split(separator: "\n") {
+                _ = try parser.read(line: String(text), number: line)
+                line += 1
+            }
+            #expect(try parser.read(line: #"expect OK {"a": 1}"#, number: line) != .none)
+            parser.withdrawExpectation()
+            let effect = try parser.read(line: #"expect OK {"b": 2}"#, number: line + 1)
+            #expect(effect == .expectation(ScenarioExpectation(code: .ok, contains: #"{"b": 2}"#, line: line + 1)))
+            #expect(throws: ScenarioError.self) { try parser.read(line: "expect OK", number: line + 2) }
+        }
+    }
+
     /// A role's own ID in the PKI (`wallet/wallet-1`) is that role's certificate, which the run presents as is.
     @Test func theRolesOwnIDsAreIdentities() throws {
         let scenario = try Scenario.parse(
