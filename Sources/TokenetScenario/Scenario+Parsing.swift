@@ -406,12 +406,9 @@ extension Scenario {
                     steps.append(ScenarioStep(line: number, keyword == "stop" ? .stop(party) : .kill(party)))
                 }
             case "deadline":
-                let deadline = try duration(rest, keyword, number)
-                // A call with no time left ends while connecting, before the node hears of it: every call below would
-                // fail, as tokenet call --deadline 0s is refused for.
-                guard deadline > .zero else {
-                    throw fail("deadline: expected a duration above 0, such as 250ms or 2s; got '\(clipped(rest))'")
-                }
+                // Above 0: a call with no time left ends while connecting, before the node hears of it, so every call
+                // below would fail, as tokenet call --deadline 0s is refused for.
+                let deadline = try duration(rest, keyword, number, positive: true)
                 steps.append(ScenarioStep(line: number, .deadline(deadline)))
             case "sleep":
                 steps.append(ScenarioStep(line: number, .sleep(try duration(rest, keyword, number))))
@@ -487,34 +484,53 @@ extension Scenario {
             return party
         }
 
-        private func duration(_ text: String, _ keyword: String, _ number: Int) throws(ScenarioError) -> Duration {
-            do {
-                return try FaultCommand.duration(text)
-            } catch {
-                let shown = text.isEmpty ? "nothing" : "'\(clipped(text))'"
-                // A sign is no part of the syntax: "-1s" read as a duration over the limit.
-                if text.hasPrefix("-"), DurationSyntax.seconds(in: String(text.dropFirst())) != nil {
-                    throw ScenarioError(
-                        .syntax,
-                        "\(number): \(keyword): a duration cannot be negative; expected one such as 250ms, 2s, 1.5s "
-                            + "or 2m, got \(shown)")
-                }
-                throw ScenarioError(
-                    .syntax,
-                    "\(number): \(keyword): expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; "
-                        + "got \(shown)")
+        /// A duration of at most 10 minutes, above 0 when `positive`. Text that is no duration is told so, with what
+        /// to write instead when a small change makes it one (`5` for 5s, `1S`, `2 s`): "a duration of at most 10
+        /// minutes … got '5'" sent the reader looking for a limit that `5` is under.
+        private func duration(
+            _ text: String, _ keyword: String, _ number: Int, positive: Bool = false
+        ) throws(ScenarioError) -> Duration {
+            func fail(_ message: String) -> ScenarioError {
+                ScenarioError(.syntax, "\(number): \(keyword): \(message)")
             }
+            let shown = text.isEmpty ? "nothing" : "'\(clipped(text))'"
+            let aboveZero = "expected a duration above 0, such as 250ms or 2s; got \(shown)"
+            // A sign is no part of the syntax: "-1s" read as a duration over the limit.
+            let unsigned = String(text.dropFirst())
+            if text.hasPrefix("-"),
+                DurationSyntax.seconds(in: unsigned) != nil || DurationSyntax.seconds(in: unsigned + "s") != nil
+            {
+                throw fail("a duration cannot be negative; expected one such as 250ms, 2s, 1.5s or 2m, got \(shown)")
+            }
+            guard let seconds = DurationSyntax.seconds(in: text) else {
+                if positive, DurationSyntax.seconds(in: text + "s") == 0 { throw fail(aboveZero) }
+                // The hint repeats the text, so only when the message shows it whole.
+                var hint = clipped(text) == text ? DurationSyntax.hint(for: text, positive: positive) : nil
+                // `sleep` takes the rest of the line, spaces and all.
+                let joined = text.filter { !$0.isWhitespace }
+                if hint == nil, joined != text, clipped(joined) == joined, DurationSyntax.seconds(in: joined) != nil {
+                    hint = "without spaces: \(joined)"
+                }
+                throw fail(
+                    "expected a duration such as 250ms, 2s, 1.5s or 2m; got \(shown)\(hint.map { " (\($0))" } ?? "")")
+            }
+            guard seconds <= 600 else {
+                throw fail("expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got \(shown)")
+            }
+            let duration: Duration
+            do {
+                duration = try FaultCommand.duration(text)
+            } catch {
+                throw fail("\(shown) is shorter than 1us, the finest duration a script keeps")
+            }
+            guard duration > .zero || !positive else { throw fail(aboveZero) }
+            return duration
         }
 
         /// A `within` time: above 0, since a call or a wait given none ends before it begins (the call's first
         /// step, looking up its method, failed with DEADLINE_EXCEEDED naming a call the script never made).
         private func within(_ text: String, _ keyword: String, _ number: Int) throws(ScenarioError) -> Duration {
-            let time = try duration(text, keyword, number)
-            guard time > .zero else {
-                throw ScenarioError(
-                    .syntax, "\(number): \(keyword): expected a duration above 0, such as 250ms or 2s; got '\(text)'")
-            }
-            return time
+            try duration(text, keyword, number, positive: true)
         }
 
         private func expectation(_ text: String, _ number: Int) throws(ScenarioError) -> ScenarioExpectation {
