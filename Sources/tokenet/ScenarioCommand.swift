@@ -362,11 +362,14 @@ struct ScenarioCommand {
         var spawned: [String: CallTarget?] = [:]
         for step in scenario.steps {
             let (object, saves, response, line): (String?, [ScenarioCall.Save], CallTarget?, Int)
+            // The code a call or join is to end with; nil for an await.
+            var code: WireV1.StatusCode?
             switch step.action {
             case .call(let call):
                 (object, saves, response, line) = (
                     call.expectation.contains, call.saves, target(call.method), call.expectation.line ?? step.line
                 )
+                code = call.expectation.code
             case .spawn(let spawn):
                 spawned[spawn.name] = target(spawn.call.method)
                 continue
@@ -374,6 +377,7 @@ struct ScenarioCommand {
                 (object, saves, response, line) = (
                     join.expectation.contains, join.saves, spawned[join.name] ?? nil, join.expectation.line ?? step.line
                 )
+                code = join.expectation.code
             case .watch(let watch):
                 watched[watch.name] = target(watch.method)
                 continue
@@ -385,6 +389,19 @@ struct ScenarioCommand {
                 continue
             }
             guard let response else { continue }
+            // A method that answers once sends its response with OK, or an error and no response: a save after an
+            // expect of another code passed --check and failed every run ("the call returned no response").
+            if let code, code != .ok, let save = saves.first,
+                response.kind == .unary || response.kind == .clientStreaming
+            {
+                throw CLIError(
+                    .usage,
+                    "scenario: \(scenario.source):\(save.line): "
+                        + maskPAN(
+                            "save \(save.name) \(save.field): \(response.path.dropFirst()) answers once, and a call of it "
+                                + "that ends \(code.name) (line \(line)) returns no response to save from; save from a "
+                                + "call that ends OK"))
+            }
             if let object, ScenarioVariables.references(in: object).isEmpty {
                 do {
                     try ScenarioExpectation.check(object, fits: response.response)

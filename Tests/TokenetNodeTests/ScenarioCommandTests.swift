@@ -324,6 +324,40 @@ import TokenetTransport
         #expect(check.stderr.contains(message), "\(check.stderr)")
     }
 
+    /// A save after a call that answers once and is to end with another code than OK could never succeed (such a
+    /// call returns no response): `--check` passed it, and the run failed "the call returned no response". A stream
+    /// may send messages before its error, and is left to the run.
+    @Test(arguments: [
+        ("call tsp \(ScenarioCommandTests.history)\nexpect NOT_FOUND\nsave x token.state", 3, 2, "NOT_FOUND"),
+        ("call tsp \(ScenarioCommandTests.history)\nsave x token.state\nexpect within 2s NOT_FOUND", 2, 3, "NOT_FOUND"),
+        (
+            "spawn h tsp \(ScenarioCommandTests.history)\njoin h\nexpect PERMISSION_DENIED\nsave x token.state", 4, 3,
+            "PERMISSION_DENIED"
+        ),
+        ("call tsp tokenet.health.v1.Health/Watch\nexpect DEADLINE_EXCEEDED\nsave s status", 0, 0, ""),
+    ])
+    func aSaveAfterAUnaryCallThatFailsIsRefusedByCheck(
+        script: String, line: Int, expectLine: Int, code: String
+    ) async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("save.scenario")
+        try (script + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        guard line > 0 else {
+            #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+            return
+        }
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(
+            check.stderr.hasPrefix(
+                "tokenet: scenario: \(file):\(line): save x token.state: tokenet.tsp.v1.TspControl/TokenHistory answers "
+                    + "once, and a call of it that ends \(code) (line \(expectLine)) returns no response to save from; "
+                    + "save from a call that ends OK\n"),
+            "\(check.stderr)")
+    }
+
+    static let history = #"tokenet.tsp.v1.TspControl/TokenHistory {"digitalCardId": "x"}"#
+
     /// A card number the script wrote in a save's path, or as the ID of an identity of its own, is refused with the
     /// number masked: the path's error quoted it, and the ID went into the run's output, a file name and a
     /// certificate.
