@@ -67,14 +67,22 @@ extension Scenario {
                     || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
             })
         else { return "the ID may hold only ASCII letters, digits, '.', '_' and '-'" }
-        guard !(["ca", ".", ".."] + identities).contains(String(id)) else {
+        // Compared without case, as Tools/gen-certs compares them: CA.pem beside ca.pem is one file where names
+        // ignore case, and it refused such an ID as the run reached the line, after --check had passed it.
+        let lowered = id.lowercased()
+        guard !(["ca", ".", ".."] + identities).contains(lowered) else {
             return "'\(id)' names a certificate the PKI has anyway; choose another ID"
+        }
+        guard !lowered.hasSuffix(".pem"), !lowered.hasSuffix(".key") else {
+            return "'\(id)' ends as the PKI's file names do (.pem, .key); choose another ID"
         }
         // Tools/gen-certs refuses to make a certificate for an ID that one of the PKI's own holds: the line passed
         // --check and the run failed as it reached it. The role's own ID is that certificate, and is taken.
-        if let holder = identities.first(where: { pkiID(of: $0) == String(id) }), holder != role {
-            return "the ID \(id) is \(holder)/\(id)'s, whose certificate the PKI has anyway (\(holder).pem); give "
-                + "this identity another"
+        if let holder = identities.first(where: { pkiID(of: $0) == lowered }), holder != role || id != lowered {
+            let theirs = "\(holder)/\(lowered)'s, whose certificate the PKI has anyway (\(holder).pem)"
+            guard id != lowered else { return "the ID \(id) is \(theirs); give this identity another" }
+            let same = holder == role ? ", or write \(role)/\(lowered) for that one" : ""
+            return "the ID \(id) differs only in case from \(theirs); give this identity another\(same)"
         }
         return nil
     }
@@ -124,7 +132,8 @@ extension Scenario {
         /// step.
         var openCall: Int?
         var watches: Set<String> = []
-        /// The role of each ID taken as an identity of the script's own (`identity wallet/my-wallet`).
+        /// Each identity of the script's own (`wallet/my-wallet`), by its ID in lower case: IDs that differ only in
+        /// case are one certificate file where names ignore case, and Tools/gen-certs refuses the second.
         var ownRoles: [String: String] = [:]
         /// The names `encrypt` saved: JSON objects, which a request takes without quotes.
         var objects: Set<String> = []
@@ -354,12 +363,13 @@ extension Scenario {
                                 + "(wallet/my-wallet), got '\(shown)'")
                     }
                     // One certificate file per ID: a second role of the same ID would present the first one's.
-                    if let role = ownRoles[own.id], role != own.role {
+                    if let earlier = ownRoles[own.id.lowercased()], earlier != rest {
+                        let clash = earlier.hasSuffix("/\(own.id)") ? "is" : "differs only in case from"
                         throw fail(
-                            "identity \(rest): the ID \(own.id) is \(role)/\(own.id)'s in this script; give this "
+                            "identity \(rest): the ID \(own.id) \(clash) \(earlier)'s in this script; give this "
                                 + "identity another")
                     }
-                    ownRoles[own.id] = own.role
+                    ownRoles[own.id.lowercased()] = rest
                 }
                 steps.append(ScenarioStep(line: number, .identity(rest)))
             case "fault":

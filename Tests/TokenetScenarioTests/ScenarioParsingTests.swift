@@ -176,6 +176,28 @@ import TokenetWire
         ),
         ("identity wallet/operator-1", "s:1: identity wallet/operator-1: the ID operator-1 is operator/operator-1's"),
         ("identity operator/tsp-1", "s:1: identity operator/tsp-1: the ID tsp-1 is tsp/tsp-1's"),
+        // Tools/gen-certs compares IDs without case (one file where names ignore case), and refused these as the
+        // run reached them.
+        (
+            "identity wallet/Wallet-1",
+            "s:1: identity wallet/Wallet-1: the ID Wallet-1 differs only in case from wallet/wallet-1's, whose "
+                + "certificate the PKI has anyway (wallet.pem); give this identity another, or write wallet/wallet-1 for "
+                + "that one"
+        ),
+        (
+            "identity issuer/WALLET-1",
+            "s:1: identity issuer/WALLET-1: the ID WALLET-1 differs only in case from wallet/"
+        ),
+        ("identity wallet/CA", "s:1: identity wallet/CA: 'CA' names a certificate the PKI has anyway"),
+        ("identity wallet/Issuer", "s:1: identity wallet/Issuer: 'Issuer' names a certificate the PKI has anyway"),
+        ("identity wallet/x.pem", "s:1: identity wallet/x.pem: 'x.pem' ends as the PKI's file names do (.pem, .key)"),
+        ("identity wallet/x.KEY", "s:1: identity wallet/x.KEY: 'x.KEY' ends as the PKI's file names do"),
+        (
+            "identity wallet/W2\nidentity wallet/w2",
+            "s:2: identity wallet/w2: the ID w2 differs only in case from wallet/W2's in this script; give this "
+                + "identity another"
+        ),
+        ("identity wallet/W2\nidentity issuer/w2", "s:2: identity issuer/w2: the ID w2 differs only in case from"),
         // encrypt's card data is an object, which a JSON string would hold as text.
         (
             "encrypt card 4761000010000009 12/29\ncall tsp a.B/C {\"encryptedCardData\": \"${card}\"}",
