@@ -68,6 +68,18 @@ extension IssuerAppAuthenticator {
             logger.warning("login refused: credential locked at the TSP", ["user": userID, "reason": response.message])
             // With the command that unlocks it, as the app's own lock says it.
             throw IssuerError(.locked, "\(response.message) (tokenet issuer unlock ADDR \(userID))")
+        case .incorrectCode:
+            logger.info("login refused by the TSP", ["user": userID, "reason": response.message])
+            // The PIN opened the credentials, so the codes are the app's own: a code refused as not correct means
+            // the app's counter is outside the TSP's windows (codes the TSP took without the app hearing of it, or
+            // a TSP that lost its state). Trying again only spends the credential's failures, and unlocking it
+            // leaves the counters apart: the account's credentials must be made again.
+            throw IssuerError(
+                .unauthenticated,
+                "the TSP refused the login: \(response.message). The app made its codes with the credentials the "
+                    + "PIN opened, so the app and the TSP are out of step; logging in again spends the credential's "
+                    + "failures: enrol the account again (tokenet issuer enroll ADDR \(userID), then tokenet "
+                    + "issuer-app activate with the code it sends)")
         default:
             logger.info("login refused by the TSP", ["user": userID, "reason": response.message])
             throw IssuerError(.unauthenticated, "the TSP refused the login: \(response.message)")
@@ -97,13 +109,16 @@ extension IssuerAppAuthenticator {
     private func attemptLogin(_ account: AppAccountRecord, _ credentials: (user: HOTP, device: HOTP))
         async throws(IssuerError) -> TspV1.LoginResponse
     {
-        let counters = try store.takeCounters(userID: account.userID, accountID: account.accountID)
-        let request = TspV1.LoginRequest(
-            userCredentialID: account.userCredentialID, userCode: try Self.code(credentials.user, counters.user),
-            deviceCredentialID: account.deviceCredentialID,
-            deviceCode: try Self.code(credentials.device, counters.device))
-        return try await IssuerEnrolmentBackend.calling("log in") { () async throws in
-            try await TspV1.Authentication.Client(try self.backend.caller()).login(request)
+        try await IssuerEnrolmentBackend.calling("log in") { () async throws in
+            let caller = try self.backend.caller()
+            let counters = try self.store.takeCounters(userID: account.userID, accountID: account.accountID)
+            let request = TspV1.LoginRequest(
+                userCredentialID: account.userCredentialID, userCode: try Self.code(credentials.user, counters.user),
+                deviceCredentialID: account.deviceCredentialID,
+                deviceCode: try Self.code(credentials.device, counters.device))
+            return try await self.givingBack(counters, of: account, ifNeverSent: 1) {
+                try await TspV1.Authentication.Client(caller).login(request)
+            }
         }
     }
 
@@ -111,18 +126,38 @@ extension IssuerAppAuthenticator {
     private func resync(_ account: AppAccountRecord, _ credentials: (user: HOTP, device: HOTP), failed: String)
         async throws(IssuerError)
     {
-        let first = try store.takeCounters(userID: account.userID, accountID: account.accountID)
-        let second = try store.takeCounters(userID: account.userID, accountID: account.accountID)
-        let isUser = failed == account.userCredentialID
-        let hotp = isUser ? credentials.user : credentials.device
-        let request = TspV1.ResyncRequest(
-            credentialID: failed, firstCode: try Self.code(hotp, isUser ? first.user : first.device),
-            secondCode: try Self.code(hotp, isUser ? second.user : second.device))
         let response = try await IssuerEnrolmentBackend.calling("resynchronise the credential") { () async throws in
-            try await TspV1.Authentication.Client(try self.backend.caller()).resync(request)
+            let caller = try self.backend.caller()
+            let first = try self.store.takeCounters(userID: account.userID, accountID: account.accountID)
+            let second = try self.store.takeCounters(userID: account.userID, accountID: account.accountID)
+            let isUser = failed == account.userCredentialID
+            let hotp = isUser ? credentials.user : credentials.device
+            let request = TspV1.ResyncRequest(
+                credentialID: failed, firstCode: try Self.code(hotp, isUser ? first.user : first.device),
+                secondCode: try Self.code(hotp, isUser ? second.user : second.device))
+            return try await self.givingBack(first, of: account, ifNeverSent: 2) {
+                try await TspV1.Authentication.Client(caller).resync(request)
+            }
         }
         logger.info(
             "credential resynchronised", ["user": account.userID, "credential": failed, "result": "\(response.result)"])
+    }
+
+    /// Runs a call that used the codes from `taken` on (`steps` of each counter), and gives the counters back when
+    /// the call never left the issuer (the TSP could not be reached): the TSP saw none of those codes. Every login
+    /// tried while the TSP was cut off moved the app's counters on, until they were beyond the TSP's
+    /// resynchronisation window and no login could succeed again, whatever the PIN.
+    private func givingBack<T>(
+        _ taken: (user: UInt64, device: UInt64), of account: AppAccountRecord, ifNeverSent steps: UInt64,
+        _ call: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await call()
+        } catch let error as RPCError where error.callWasNeverSent {
+            try? store.giveBackCounters(
+                userID: account.userID, accountID: account.accountID, to: taken, ifAdvancedBy: steps)
+            throw error
+        }
     }
 
     private static func code(_ hotp: HOTP, _ counter: UInt64) throws(IssuerError) -> String {

@@ -245,6 +245,25 @@ extension IssuerStore {
         }
     }
 
+    /// Sets an account's counters back to `taken` when they stand `steps` past it, as the codes taken from there
+    /// left them: for codes that never reached the TSP. Counters moved since (which logins taking turns rule out)
+    /// are left as they are.
+    func giveBackCounters(
+        userID: String, accountID: String, to taken: (user: UInt64, device: UInt64), ifAdvancedBy steps: UInt64
+    ) throws(IssuerError) {
+        try storage("give back the app's counters") {
+            _ = try database.execute(
+                """
+                UPDATE app_accounts SET user_counter = ?, device_counter = ?
+                WHERE user_id = ? AND account_id = ? AND user_counter = ? AND device_counter = ?
+                """,
+                [
+                    Int64(taken.user), Int64(taken.device), userID, accountID, Int64(taken.user + steps),
+                    Int64(taken.device + steps),
+                ])
+        }
+    }
+
     /// Deletes an account from the app; returns how many accounts are left (the user and PIN stay).
     func deleteAppAccount(userID: String, accountID: String) throws(IssuerError) -> Int {
         try storage("delete an account from the app") {

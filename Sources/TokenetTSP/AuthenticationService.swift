@@ -65,10 +65,22 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                 response.accessToken = result.token ?? ""
                 response.expiresAtMs = result.expiresAt?.unixMilliseconds ?? 0
                 log.info("login succeeded", ["user": userID, "device": deviceID])
-            case .refused(let credentialID, let outcome):
+            case .refused(let credentialID, let outcome, let other):
                 response.failedCredentialID = credentialID
                 (response.result, response.failuresLeft, response.message) = Self.describe(outcome, credentialID)
-                log.info("login refused", ["credential": credentialID, "result": "\(response.result)"])
+                if let other {
+                    response.message += "; also " + Self.describe(other.outcome, other.credentialID).2
+                }
+                if let other {
+                    log.info(
+                        "login refused",
+                        [
+                            "credential": credentialID, "result": "\(response.result)",
+                            "also_refused": other.credentialID,
+                        ])
+                } else {
+                    log.info("login refused", ["credential": credentialID, "result": "\(response.result)"])
+                }
             }
             return response
         }

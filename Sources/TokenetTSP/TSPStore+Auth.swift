@@ -20,7 +20,16 @@ enum ActivationAnswer: Sendable, Equatable {
 /// The answer to a login: both credentials accepted, or the first one that was not.
 enum LoginAnswer: Sendable, Equatable {
     case accepted(userID: String, accountID: String, deviceID: String)
-    case refused(credentialID: String, HOTPVerifierStateMachine.Outcome)
+    /// The first credential refused (the user's, when both were), and the device credential when it was refused
+    /// too: its failure counts as well, and the answer named the user credential alone, so "failures left" and
+    /// the lock read as if only one credential were failing.
+    case refused(credentialID: String, HOTPVerifierStateMachine.Outcome, alsoRefused: CredentialRefusal? = nil)
+}
+
+/// One credential's refusal in a login (`LoginAnswer.refused`).
+struct CredentialRefusal: Sendable, Equatable {
+    let credentialID: String
+    let outcome: HOTPVerifierStateMachine.Outcome
 }
 
 /// Strong-authentication storage: enrolments (activation codes as digests) and HOTP credentials (secrets sealed
@@ -130,7 +139,12 @@ extension TSPStore {
             }
             let userOutcome = try check(user, code: userCode, policy: policy, nowMs: nowMs, tx)
             let deviceOutcome = try check(device, code: deviceCode, policy: policy, nowMs: nowMs, tx)
-            if userOutcome != .accepted { return .refused(credentialID: user.id, userOutcome) }
+            if userOutcome != .accepted {
+                let device =
+                    deviceOutcome == .accepted
+                    ? nil : CredentialRefusal(credentialID: device.id, outcome: deviceOutcome)
+                return .refused(credentialID: user.id, userOutcome, alsoRefused: device)
+            }
             if deviceOutcome != .accepted { return .refused(credentialID: device.id, deviceOutcome) }
             return .accepted(userID: user.userID, accountID: user.accountID, deviceID: device.id)
         }

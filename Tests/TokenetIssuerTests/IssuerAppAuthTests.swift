@@ -17,12 +17,14 @@ import TokenetWire
         let logs: MemoryLogSink
 
         static func make(
-            store: IssuerStore? = nil, tsp: FakeTSPAuth = FakeTSPAuth(), iterations: Int = 1000
+            store: IssuerStore? = nil, tsp: FakeTSPAuth = FakeTSPAuth(), iterations: Int = 1000,
+            link: ((any RPCCaller) -> any RPCCaller)? = nil
         ) throws -> App {
             let logs = MemoryLogSink()
+            let caller: any RPCCaller = Support.connect(tsp.router, as: .issuer)
             let party = IssuerParty(
                 store: try store ?? Support.store(), key: try Support.issuerKey(),
-                tsp: Support.connect(tsp.router, as: .issuer), wallet: nil, logger: Support.logger(logs),
+                tsp: link?(caller) ?? caller, wallet: nil, logger: Support.logger(logs),
                 registrationTimeout: nil, appKeyIterations: iterations, now: { Support.now })
             return App(party: party, tsp: tsp, logs: logs)
         }
@@ -515,6 +517,54 @@ import TokenetWire
         let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
         #expect(login.accessToken == "at1.token-for-dc-ref-1")
         #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (3, 2))
+    }
+
+    /// Logins tried while the TSP cannot be reached spend no codes: each moved the app's counters on, until they
+    /// were beyond the TSP's resynchronisation window and no login could succeed again, whatever the PIN.
+    @Test func loginsThatNeverReachTheTSPSpendNoCodes() async throws {
+        var link: UnreachableSwitch?
+        let app = try App.make(link: { caller in
+            let made = UnreachableSwitch(caller)
+            link = made
+            return made
+        })
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        let counters = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking")
+        try app.party.store.giveBackCounters(
+            userID: "ch-alice", accountID: "acc-alice-checking", to: counters, ifAdvancedBy: 1)
+        try #require(link).set(unreachable: true)
+        for _ in 0..<150 {
+            await expectIssuerError(.unavailable, "cannot connect to the tsp-node") {
+                _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+            }
+        }
+        let after = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking")
+        #expect(after == counters)
+        try app.party.store.giveBackCounters(
+            userID: "ch-alice", accountID: "acc-alice-checking", to: after, ifAdvancedBy: 1)
+        try #require(link).set(unreachable: false)
+        let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        #expect(login.accessToken == "at1.token-for-dc-ref-1")
+        #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (1, 0))
+    }
+
+    /// A code the TSP refuses as not correct, though the PIN opened the credentials, means the app and the TSP are
+    /// out of step: the message says so and what to do, instead of inviting retries that lock the credential.
+    @Test func aCodeRefusedAsNotCorrectSaysToEnrolAgain() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        // Beyond the fake TSP's resynchronisation window of 100.
+        for _ in 0..<150 { _ = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking") }
+        await expectIssuerError(.unauthenticated, "the app and the TSP are out of step") {
+            _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        }
+        await expectIssuerError(.unauthenticated, "enrol the account again (tokenet issuer enroll ADDR ch-alice") {
+            _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        }
     }
 
     /// A value that cannot be the app's PIN (too short, not digits) is refused before it is compared: it used one

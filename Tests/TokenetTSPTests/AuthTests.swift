@@ -189,6 +189,29 @@ import TokenetWire
         _ = try second.harness.accessTokens().verify(before.accessToken, now: clock.now)
     }
 
+    /// Both codes wrong: both credentials' failures count, and the answer names both; it named the user
+    /// credential alone, and the device credential's "failures left" then fell by several at once.
+    @Test func twoWrongCodesNameBothCredentials() async throws {
+        let auth = try await Auth.make()
+        let (user, device) = try await auth.credentials()
+        let response = try await auth.authentication.login(
+            .init(
+                userCredentialID: user.credentialID, userCode: "000000", deviceCredentialID: device.credentialID,
+                deviceCode: "000000"))
+        #expect(response.result == .incorrectCode && response.failedCredentialID == user.credentialID)
+        #expect(
+            response.message
+                == "the code of \(user.credentialID) is not correct; 9 failures left; also the code of "
+                + "\(device.credentialID) is not correct; 9 failures left")
+        // One wrong code names only its credential.
+        let one = try await auth.authentication.login(
+            .init(
+                userCredentialID: user.credentialID, userCode: try Self.code(user, 0),
+                deviceCredentialID: device.credentialID, deviceCode: "000000"))
+        #expect(one.failedCredentialID == device.credentialID)
+        #expect(one.message == "the code of \(device.credentialID) is not correct; 8 failures left")
+    }
+
     @Test func lockoutAfterTenFailuresUntilTheIssuerUnlocks() async throws {
         let auth = try await Auth.make()
         let (user, device) = try await auth.credentials()
