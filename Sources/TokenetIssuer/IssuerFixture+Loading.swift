@@ -221,15 +221,25 @@ extension IssuerFixture {
     ) throws(IssuerError) {
         func validate(_ idv: [IdvMethodSpec]) throws(IssuerError) {
             guard !idv.isEmpty else { throw fail(entry, "\"idv\" needs at least one method") }
+            // A method's id is its type's (otp-sms, app-to-app…): a type listed twice was offered twice under one id.
+            var types: Set<String> = []
+            for (index, method) in idv.enumerated() where !types.insert("\(method.type)").inserted {
+                throw fail(
+                    "\(entry).idv[\(index)]",
+                    "\(method.type.rawValue) is listed twice; the wallet offers one method of each type, under the "
+                        + "type's id")
+            }
             for (index, method) in idv.enumerated() where method.type == .appToApp {
                 guard !(method.appIdentifier ?? "").isEmpty, !(method.appAction ?? "").isEmpty else {
                     throw fail("\(entry).idv[\(index)]", "APP_TO_APP needs \"appIdentifier\" and \"appAction\"")
                 }
-                // The wallet shows the app's name as the method's value.
-                if let name = method.appName, IdentifierRules.holdsCardNumber(identifier: name) {
+                // The wallet shows the app's name as the method's value, and its identifier and action as they are.
+                for (key, text) in [
+                    ("appName", method.appName), ("appIdentifier", method.appIdentifier),
+                    ("appAction", method.appAction),
+                ] where text.map(IdentifierRules.holdsCardNumber(identifier:)) == true {
                     throw fail(
-                        "\(entry).idv[\(index)]", "\"appName\" holds a card number, which the wallet would show in full"
-                    )
+                        "\(entry).idv[\(index)]", "\"\(key)\" holds a card number, which the wallet would show in full")
                 }
             }
         }

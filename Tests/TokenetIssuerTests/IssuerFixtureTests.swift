@@ -185,6 +185,29 @@ import TokenetCard
                 ]
             },
             message: "cards[4] \"card-visa-stepup\" digitization.idv[0]: \"appName\" holds a card number"),
+        // The app's identifier and action reach the wallet as they are.
+        BadCase(
+            change: card(4) {
+                $0["digitization"] = [
+                    "rule": "step-up",
+                    "idv": [["type": "APP_TO_APP", "appIdentifier": "com.bank.4761000010000009", "appAction": "b"]],
+                ]
+            },
+            message: "cards[4] \"card-visa-stepup\" digitization.idv[0]: \"appIdentifier\" holds a card number"),
+        BadCase(
+            change: card(4) {
+                $0["digitization"] = [
+                    "rule": "step-up",
+                    "idv": [["type": "APP_TO_APP", "appIdentifier": "a", "appAction": "go 4761000010000009"]],
+                ]
+            },
+            message: "cards[4] \"card-visa-stepup\" digitization.idv[0]: \"appAction\" holds a card number"),
+        // A type listed twice was offered twice under one method id.
+        BadCase(
+            change: card(4) {
+                $0["digitization"] = ["rule": "step-up", "idv": [["type": "OTP_SMS"], ["type": "OTP_SMS"]]]
+            },
+            message: "cards[4] \"card-visa-stepup\" digitization.idv[1]: OTP_SMS is listed twice"),
         // A number that is no integer is named where it is: it was "the fixture is not valid JSON".
         BadCase(
             change: card(5) {
