@@ -19,6 +19,17 @@ extension IssuerFixture {
                 .fixture,
                 "--fixtures \(path) is a directory; give the fixture's JSON file, such as Tools/fixtures/issuer.json")
         }
+        // Foundation reads only regular files, and says "Permission denied" of a pipe or a device, even to root.
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            let what =
+                status.st_mode & S_IFMT == S_IFIFO
+                ? "a pipe (a FIFO, or a shell's <(…))" : status.st_mode & S_IFMT == S_IFSOCK ? "a socket" : "a device"
+            throw IssuerError(
+                .fixture,
+                "--fixtures \(path) is \(what), not a file; write the fixture's JSON to a file and give that, such as "
+                    + "Tools/fixtures/issuer.json")
+        }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -307,5 +307,13 @@ import TokenetCard
             folder?.description
                 == "--fixtures \(directory) is a directory; give the fixture's JSON file, such as Tools/fixtures/issuer.json"
         )
+        // A pipe or a device was "Permission denied", even to root.
+        let device = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: "/dev/null") }
+        #expect(device?.message.hasPrefix("--fixtures /dev/null is a device, not a file; write the fixture's") == true)
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("fixture-\(UUID()).fifo").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        let pipe = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: fifo) }
+        #expect(pipe?.message.hasPrefix("--fixtures \(fifo) is a pipe (a FIFO, or a shell's <(…)), not a file") == true)
     }
 }
