@@ -61,6 +61,19 @@ public enum NodeConfigFile {
                 throw NodeError(
                     .config, "config file \(path): unknown key \"\(name)\" for \(spec.name) (known: \(known))")
             }
+            // A NUL ends a path or an address where the system reads it: "a\u0000b" made directory "a", and every
+            // check then looked at that one.
+            let texts: [String] =
+                switch dictionary[name]! {
+                case .string(let text): [text]
+                case .strings(let list): list
+                default: []
+                }
+            if texts.contains(where: { $0.contains("\u{0}") }) {
+                throw NodeError(
+                    .config, "config file \(path): \"\(name)\" holds a NUL character (\\u0000), which no value may hold"
+                )
+            }
             if case .strings(let list) = dictionary[name]!, key == .issuer, spec.routesIssuersByID {
                 settings += list.map { NodeSetting(key: key, value: .string($0), origin: .configFile(path: path)) }
                 continue

@@ -45,7 +45,9 @@ public enum NodeMain {
                 Logger(node: spec.name, format: .json).error(
                     maskPAN("\(error)"), ["help": "run '\(spec.name) --help' to see every option"])
             } else {
-                writeStandardError(maskPAN("\(spec.name): \(error)\nRun '\(spec.name) --help' to see every option."))
+                writeStandardError(
+                    escapingInvisibles(keepingLines: maskPAN("\(spec.name): \(error)"))
+                        + "\nRun '\(spec.name) --help' to see every option.")
             }
             exit(error.exitStatus)
         }
@@ -151,9 +153,34 @@ func writeStandardOutput(_ line: String) { StandardStream.output.write(line: lin
 
 func writeStandardError(_ line: String) { StandardStream.error.write(line: line) }
 
-/// Whether the command line asks for JSON logs (`--log-format json` or `--log-format=json`), read before the options
-/// are parsed: a mistake in them is said in the format asked for.
+/// Whether the command line asks for JSON logs (`--log-format json` or `--log-format=json`), or, when it names no log
+/// format, the config file it gives does (`"log-format": "json"`), read before the options are parsed: a mistake in
+/// them is said in the format asked for. A config file's own mistakes came out as text when the file asked for JSON.
 func jsonLogsAsked(_ arguments: [String]) -> Bool {
-    zip(arguments, arguments.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
-        || arguments.contains("--log-format=json")
+    var format: String?
+    var config: String?
+    for (index, argument) in arguments.enumerated() {
+        let next = index + 1 < arguments.count ? arguments[index + 1] : nil
+        if argument == "--log-format" {
+            format = next
+        } else if argument.hasPrefix("--log-format=") {
+            format = String(argument.dropFirst("--log-format=".count))
+        } else if argument == "--config" {
+            config = next
+        } else if argument.hasPrefix("--config=") {
+            config = String(argument.dropFirst("--config=".count))
+        }
+    }
+    if let format { return format == "json" }
+    guard let config, let data = try? NodeConfigFile.read(path: config),
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    else { return false }
+    return object["log-format"] as? String == "json"
+}
+
+/// `text` with its control and invisible characters escaped, as log lines write them, but its line breaks kept: a
+/// value typed with an escape sequence (`--listen $'\e[31m…'`) recoloured the terminal its usage error was shown on.
+func escapingInvisibles(keepingLines text: String) -> String {
+    text.split(separator: "\n", omittingEmptySubsequences: false).map { LogRecord.escapingInvisibles(String($0)) }
+        .joined(separator: "\n")
 }

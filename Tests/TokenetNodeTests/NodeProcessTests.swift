@@ -392,6 +392,43 @@ import TokenetWire
         #expect((object?["msg"] as? String)?.contains("--listen") == true, "\(result.stderr)")
     }
 
+    /// A config file that asks for JSON logs has its own mistakes said in JSON too; they came out as text, and a
+    /// `--log-format` on the command line still decides.
+    @Test func aConfigFileMistakeIsAJSONLineWhenTheFileAsksForJSON() async throws {
+        let scratch = try TemporaryDirectory()
+        let config = scratch.path("node.json")
+        try #"{"log-format": "json", "listen": "bogus"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run("tsp-node", ["--plaintext", "--config", config])
+        #expect(result.status == 2)
+        let object = try JSONSerialization.jsonObject(with: Data(result.stderr.utf8)) as? [String: Any]
+        #expect((object?["msg"] as? String)?.contains("\"listen\" in \(config)") == true, "\(result.stderr)")
+        let text = try await LaunchedProcess.run(
+            "tsp-node", ["--plaintext", "--config", config, "--log-format", "text"])
+        #expect(text.stderr.hasPrefix("tsp-node: \"listen\" in \(config)"), "\(text.stderr)")
+    }
+
+    /// A NUL in a config value is refused before anything is made: the path was cut there, a directory made under
+    /// the cut name, and the checks that followed looked at that one.
+    @Test func aNULInAConfigValueIsRefused() async throws {
+        let scratch = try TemporaryDirectory()
+        let config = scratch.path("node.json")
+        let data = scratch.path("a")
+        try #"{"data-dir": "\#(data)\u0000b"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run("tsp-node", ["--plaintext", "--config", config])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("\"data-dir\" holds a NUL character (\\u0000)"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: data))
+    }
+
+    /// Control characters typed into an option are escaped in its usage error: an escape sequence recoloured the
+    /// terminal.
+    @Test func aControlCharacterInABadOptionIsEscaped() async throws {
+        let result = try await LaunchedProcess.run("tsp-node", ["--plaintext", "--listen", "\u{1B}[31mX"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("got '\\u001b[31mX'"), "\(result.stderr)")
+        #expect(!result.stderr.contains("\u{1B}"), "\(result.stderr)")
+    }
+
     /// An option's value is echoed in its error, on the node's log stream: a card number typed into the wrong place
     /// shows masked there, as in every log line.
     @Test func aCardNumberInABadOptionIsMasked() async throws {
