@@ -2,8 +2,8 @@ import Foundation
 
 /// Parses a node's command line.
 ///
-/// Accepted forms are `--flag value`, `--flag=value` and bare `--plaintext`, `--help`, `--version`. A value may not
-/// start with `--`, so `--listen --plaintext` reports the missing value instead of listening on "--plaintext".
+/// Accepted forms are `--flag value`, `--flag=value` and bare `--plaintext`, `--help` (or `-h`), `--version`. A value
+/// may not start with `--`, so `--listen --plaintext` reports the missing value instead of listening on "--plaintext".
 public enum NodeCommandLine {
     /// `path` with its links followed and `.` and `..` taken out, to tell two names of one file from two files.
     static func resolved(_ path: String) -> String {
@@ -21,6 +21,8 @@ public enum NodeCommandLine {
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
+            // `-h`, as the CLI takes it: "unexpected argument '-h'" answered a person asking for help.
+            if argument == "-h" { return .help }
             guard argument.hasPrefix("--"), argument.count > 2 else {
                 throw NodeError(.usage, "unexpected argument '\(argument)'")
             }

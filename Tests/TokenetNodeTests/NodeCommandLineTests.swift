@@ -305,6 +305,7 @@ import Testing
 
     @Test func helpAndVersion() throws {
         #expect(try NodeCommandLine.parse(["--help"], spec: .tsp) == .help)
+        #expect(try NodeCommandLine.parse(["-h"], spec: .wallet) == .help)
         #expect(try NodeCommandLine.parse(["--listen", "127.0.0.1:1", "--version"], spec: .tsp) == .version)
     }
 
