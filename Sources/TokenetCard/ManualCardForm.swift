@@ -5,8 +5,12 @@
 /// asks for a card number or security code on its standard input: a typo in `--exp` is said before the secrets are
 /// typed, not after. Each check returns what is wrong, or nil when the field is fine (an empty optional field is).
 public enum ManualCardForm {
-    /// The longest cardholder name taken, in UTF-8 bytes: longer than any embossed name line.
+    /// The longest cardholder name taken, in characters: longer than any embossed name line. Counted in bytes, a name
+    /// of 34 Chinese characters was "longer than 100 characters".
     public static let maximumNameLength = 100
+    /// And in UTF-8 bytes, four for each character at most, so that characters built of many scalars cannot make a
+    /// name of any size.
+    static let maximumNameBytes = 4 * maximumNameLength
 
     /// What is wrong with a field, in words for the person who typed it.
     public struct Problem: Error, Sendable, Equatable {
@@ -37,8 +41,22 @@ public enum ManualCardForm {
     }
 
     public static func cardholderNameProblem(_ name: String) -> String? {
-        name.utf8.count <= maximumNameLength
-            ? nil : "the cardholder name is longer than \(maximumNameLength) characters"
+        guard name.count <= maximumNameLength, name.utf8.count <= maximumNameBytes else {
+            return "the cardholder name is longer than \(maximumNameLength) characters"
+        }
+        // A name goes on the card's record and onto screens: an escape sequence, a line break or a right-to-left
+        // override in it would act on whatever shows it, and no name printed on a card holds one.
+        guard !name.unicodeScalars.contains(where: isInvisible) else {
+            return "the cardholder name holds a control or invisible character (a line break, an escape, a "
+                + "right-to-left override…); give the name as printed on the card"
+        }
+        return nil
+    }
+
+    /// C0 and C1 controls, DEL, the line and paragraph separators, and format characters.
+    private static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
+            || scalar.properties.generalCategory == .format
     }
 
     /// The T&C language, when given: a BCP-47 tag (`LanguageTag`); the message quotes a tag of a readable length.
