@@ -174,6 +174,7 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                     "wallet_node_id must be the ID in the wallet node's certificate name tokenet://wallet/ID: 1 to 64 "
                         + "ASCII letters, digits, '.', '_' or '-', such as wallet-1")
             }
+            if !request.walletAccountID.isEmpty { try TSPService.requireWalletAccountID(request.walletAccountID) }
             let payload = TSPService.randomIdentifier()
             let nowMs = tsp.nowMs
             let expiresAtMs = nowMs + tsp.configuration.pushReceiptTTL.milliseconds

@@ -39,7 +39,7 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
             guard !request.walletAccountID.isEmpty else {
                 throw TSPError(.invalidArgument, "wallet_account_id is required: the account the session is for")
             }
-            try TSPService.requireNoCardNumber(request.walletAccountID, field: "wallet_account_id")
+            try TSPService.requireWalletAccountID(request.walletAccountID)
             let card = try tsp.decryptCardData(request.encryptedCardData, field: "encrypted_card_data")
             let id = TSPService.randomIdentifier()
             let nowMs = tsp.nowMs

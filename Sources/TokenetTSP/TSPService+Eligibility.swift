@@ -82,6 +82,15 @@ extension TSPService {
         }
     }
 
+    /// Refuses a wallet account id that no wallet could hold (`IdentifierRules`, as the wallet's own account ids):
+    /// a push receipt or session made for one was accepted, and could never be redeemed.
+    static func requireWalletAccountID(_ value: String, field: String = "wallet_account_id") throws {
+        try requireNoCardNumber(value, field: field)
+        if let problem = IdentifierRules.problem(value) {
+            throw TSPError(.invalidArgument, "\(field) must be \(problem), as a wallet's account ids are")
+        }
+    }
+
     /// A refusal; the scheme and last four digits are included when the number itself is valid.
     static func ineligible(_ ineligible: EligibilityRules.Ineligible, card: CardData) -> TspV1.CheckEligibilityResponse
     {

@@ -122,6 +122,23 @@ import TokenetWire
         }
     }
 
+    /// A receipt or a session for an account id no wallet could hold (spaces, control characters, too long) is
+    /// refused when it is made: it was made, and could never be redeemed.
+    @Test(arguments: ["a b", "acct\u{1B}[31m", String(repeating: "a", count: 65)])
+    func anAccountIDNoWalletCouldHoldIsRefused(account: String) async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        await expectRPCError(.invalidArgument, "wallet_account_id must be 1 to 64 characters") {
+            try await pushReceipt(tsp, account: account)
+        }
+        await expectRPCError(.invalidArgument, "wallet_account_id must be 1 to 64 characters") {
+            try await tsp.wallet.createPushSession(
+                TspV1.CreatePushSessionRequest(
+                    encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard)),
+                    walletAccountID: account))
+        }
+    }
+
     /// The TSP has no list of wallet accounts to check a receipt's account against when the issuer pushes it (an
     /// account shows only once a wallet asked for a card for it), so a receipt for an account no wallet has is made,
     /// and refused when a wallet redeems it, with what the person can do and the receipt left unused.
