@@ -207,6 +207,26 @@ import TokenetWire
         #expect(wallet.tsp.recorded.keyRequests == 0)
     }
 
+    /// A pushed card whose eligibility expired before its T&C were accepted cannot be added again from what pushed
+    /// it (the eligibility check spent it): the message says to have the issuer push it again, not to add it again.
+    @Test func anExpiredPushedCardSaysToHaveItPushedAgain() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.state.withLock { $0.eligibility.receiptExpiresAtMs = 5 }
+        let receipt = try await wallet.control.addCard(
+            .init(source: .pushReceipt(.init(scheme: .mastercard, payload: "rcpt-abc"))))
+        let session = try await wallet.control.addCard(.init(source: .pushSessionID("ps-9")))
+        let manual = try await wallet.control.addCard(WalletHarness.manual("4111111111111111"))
+        for (card, again) in [
+            (receipt, "have the issuer push the card again (a new push receipt)"),
+            (session, "have the issuer push the card again (a new push session)"), (manual, "add the card again"),
+        ] {
+            let ref = card.cardRef
+            await expectRPCError(.failedPrecondition, "expired before its T&C were accepted; \(again)") {
+                try await wallet.control.acceptTerms(.init(cardRef: ref))
+            }
+        }
+    }
+
     @Test func unknownAndMalformedCardReferences() async throws {
         let wallet = try WalletHarness()
         #expect(await statusCode { try await wallet.control.acceptTerms(.init(cardRef: "card-7")) } == .notFound)
