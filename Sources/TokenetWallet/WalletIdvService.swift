@@ -120,12 +120,25 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
         return (card, id)
     }
 
-    /// Keeps the TSP's status code and says who answered.
+    /// Keeps the TSP's status code and says who answered, with the wallet's card reference beside each of its tokens
+    /// the TSP names: "verify token \"DWSP…\" instead" left the person, who works with card references, to find
+    /// which card that was.
     private func calling<T>(_ method: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as RPCError {
-            throw RPCError(error.code, "the TSP's \(method) failed: \(error.message)", cause: error)
+            throw RPCError(error.code, "the TSP's \(method) failed: \(namingCards(error.message))", cause: error)
         }
+    }
+
+    /// `message` with ` (card-N)` after each quoted digital card id of a card this wallet holds.
+    private func namingCards(_ message: String) -> String {
+        guard message.contains("\""), let cards = try? store.allCards() else { return message }
+        var named = message
+        for card in cards {
+            guard let id = card.result?.digitalCardID, !id.isEmpty, named.contains("\"\(id)\"") else { continue }
+            named = named.replacingOccurrences(of: "\"\(id)\"", with: "\"\(id)\" (\(card.cardRef))")
+        }
+        return named
     }
 }

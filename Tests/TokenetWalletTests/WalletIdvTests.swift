@@ -87,6 +87,23 @@ import TokenetWire
         ) { try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456")) }
     }
 
+    /// A refusal that names one of the wallet's tokens names its card too: the person works with card references.
+    @Test func aTokenTheTSPNamesIsShownWithItsCard() async throws {
+        let wallet = try await Self.steppedUp()
+        wallet.idvTSP.state.withLock {
+            $0.whileSubmitting = { _ in
+                throw RPCError(
+                    .failedPrecondition,
+                    "token \"X\" is DEACTIVATED (replaced); verify token \"\(Self.digitalCardID)\" instead")
+            }
+        }
+        await expectRPCError(
+            .failedPrecondition,
+            "the TSP's SubmitOtp failed: token \"X\" is DEACTIVATED (replaced); verify token \"\(Self.digitalCardID)\" "
+                + "(card-1) instead"
+        ) { try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "000000")) }
+    }
+
     @Test func resendPassesTheTSPsRefusalThrough() async throws {
         let wallet = try await Self.steppedUp()
         let resent = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))
