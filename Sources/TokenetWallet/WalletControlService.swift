@@ -316,8 +316,19 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListCards")
             let cards = try store.cardPage(afterRow: try page.afterRow(call: "ListCards"), limit: page.size + 1)
             let (listed, next) = page.split(cards) { PageRequest.key(row: $0.id) }
+            let nowMs = clock()
             return WalletV1.ListWalletCardsResponse(
-                cards: listed.map { $0.walletCard(configured: configuration.walletAccountID) }, nextPageToken: next)
+                cards: listed.map { card in
+                    var shown = card.walletCard(configured: configuration.walletAccountID)
+                    // PENDING_TERMS read as if accept-terms would still work, which then said the eligibility had
+                    // expired.
+                    if shown.status == WalletCardStatus.pendingTerms.rawValue, card.receiptExpiresAtMs != 0,
+                        card.receiptExpiresAtMs <= nowMs
+                    {
+                        shown.status = "TERMS_EXPIRED"
+                    }
+                    return shown
+                }, nextPageToken: next)
         }
     }
 

@@ -216,6 +216,10 @@ import TokenetWire
             .init(source: .pushReceipt(.init(scheme: .mastercard, payload: "rcpt-abc"))))
         let session = try await wallet.control.addCard(.init(source: .pushSessionID("ps-9")))
         let manual = try await wallet.control.addCard(WalletHarness.manual("4111111111111111"))
+        // Listed as such, not as PENDING_TERMS, which read as if accept-terms would still work.
+        #expect(
+            try await wallet.control.listCards(.init()).cards.map(\.status)
+                == Array(repeating: "TERMS_EXPIRED", count: 3))
         for (card, again) in [
             (receipt, "have the issuer push the card again (a new push receipt)"),
             (session, "have the issuer push the card again (a new push session)"), (manual, "add the card again"),

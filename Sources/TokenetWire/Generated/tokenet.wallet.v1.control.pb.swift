@@ -387,7 +387,8 @@ extension WalletV1 {
 
         public var state: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
-        /// PENDING_TERMS, DIGITIZING (T&C accepted, Digitize sent and not answered yet), DIGITIZED, DECLINED
+        /// PENDING_TERMS, TERMS_EXPIRED (the eligibility ran out before the T&C were accepted: the card is added again, or
+        /// pushed again), DIGITIZING (T&C accepted, Digitize sent and not answered yet), DIGITIZED, DECLINED
         public var status: String = ""
 
         /// The wallet account the card was added to (the one active then).

@@ -195,7 +195,8 @@ struct  Tokenet__Wallet__V1__WalletCard
   char *token_last4;
   Tokenet__Card__V1__TokenState state;
   /*
-   * PENDING_TERMS, DIGITIZING (T&C accepted, Digitize sent and not answered yet), DIGITIZED, DECLINED
+   * PENDING_TERMS, TERMS_EXPIRED (the eligibility ran out before the T&C were accepted: the card is added again, or
+   * pushed again), DIGITIZING (T&C accepted, Digitize sent and not answered yet), DIGITIZED, DECLINED
    */
   char *status;
   /*
