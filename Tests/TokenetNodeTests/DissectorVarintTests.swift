@@ -101,6 +101,12 @@ import TokenetWire
         let second =
             DissectorVarintTests.varintField(4, UInt64(bitPattern: -Int64(pan)))
             + DissectorVarintTests.varintField(6, 1_764_647_000_000)
+        // Numbers that hold no card number stay as they are: a negative int64 (whose unsigned reading has 20
+        // digits), a negative sint64, a fixed64 time (a tiny number read as a double) and a double with no short
+        // form in 17 digits.
+        let third =
+            DissectorVarintTests.varintField(4, UInt64(bitPattern: -1)) + DissectorVarintTests.varintField(8, 9)
+            + Self.fixed64(10, 1_764_647_000_000) + Self.fixed64(1, (0.1).bitPattern)
         let start = WireV1.CallStart(method: "/tokenet.testing.v1.Echo/Unary")
         var capture = PlaintextCapture()
         var connection = capture.connect(clientPort: 40021)
@@ -110,6 +116,7 @@ import TokenetWire
                 WireV1.Frame(streamID: 1, kind: .callStart(start)),
                 WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(first)))),
                 WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(second)))),
+                WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(third)))),
                 // A method this build does not know: its message's numbers are masked all the same.
                 WireV1.Frame(streamID: 3, kind: .callStart(WireV1.CallStart(method: "/unknown.v1.Svc/Method"))),
                 WireV1.Frame(
@@ -131,6 +138,9 @@ import TokenetWire
         for digits in ["4761000010000009", "761000010000009", "4.761000010000009", "9522000020000017"] {
             #expect(!result.stdout.contains(digits), "\(digits) in:\n\(result.stdout)")
         }
-        #expect(result.stdout.contains("1764647000000"), "\(result.stdout)")
+        #expect(result.stdout.contains("f_uint64: 1764647000000"), "\(result.stdout)")
+        for field in ["f_int64: -1", "f_sint64: -5", "f_fixed64: 1764647000000", "f_double: 0.1"] {
+            #expect(result.stdout.contains(field), "no \(field) in:\n\(result.stdout)")
+        }
     }
 }

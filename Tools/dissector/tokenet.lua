@@ -836,7 +836,7 @@ local message_fields = {
     ["tokenet.testing.v1.Choice.Nested"] = { [1] = "s", [2] = "tokenet.testing.v1.Choice.Nested.Inner" },
     ["tokenet.testing.v1.Presence"] = { [2] = "s", [4] = "tokenet.testing.v1.Scalars" },
     ["tokenet.testing.v1.Repeated"] = { [14] = "s", [15] = "b", [17] = "tokenet.testing.v1.Scalars" },
-    ["tokenet.testing.v1.Scalars"] = { [14] = "s", [15] = "b" },
+    ["tokenet.testing.v1.Scalars"] = { [1] = "d", [14] = "s", [15] = "b" },
     ["tokenet.tsp.v1.AcknowledgeRequest"] = { [1] = "s" },
     ["tokenet.tsp.v1.ActivateDigitalCardRequest"] = { [1] = "s", [2] = "x" },
     ["tokenet.tsp.v1.ActivateTokenRequest"] = { [1] = "s", [2] = "s" },
@@ -1066,12 +1066,23 @@ local method_types = {
 -- Whether a number, as the protobuf dissector may show it, reads as a card number by the rule above: a UInt64's
 -- decimal text read unsigned, as a signed 64-bit value (an int64 field) and zigzag-decoded (a sint64 field). An
 -- amount or an unknown field holding a card number showed it whole in the tree, where `tokenet decode` masks it.
+-- Only readings of 13 to 19 digits, a card number's lengths, are looked at: the unsigned reading of any negative
+-- int64 (-1 is 18446744073709551615) would otherwise mask every negative number. A value with its top bit set is
+-- read as a negative int64 alone: zigzag-decoded it is beyond 2^62, no number a sint64 field carries for a card.
+-- Numbers inside packed repeated fields, and inside the nested messages of a type this build lacks, are not looked at
+-- (no Tokenet message has packed numbers).
 local function number_holds_card(value)
-    local forms = { tostring(value), tostring(Int64.fromhex(value:tohex())) }
-    local half = value:rshift(1)
-    forms[3] = (value:band(UInt64(1)) == UInt64(0)) and tostring(half) or ("-" .. tostring(half + 1))
+    local forms
+    if value:rshift(63) == UInt64(1) then
+        forms = { tostring(Int64.fromhex(value:tohex())) }
+    else
+        local half = value:rshift(1)
+        local zigzag = (value:band(UInt64(1)) == UInt64(0)) and tostring(half) or ("-" .. tostring(half + 1))
+        forms = { tostring(value), zigzag }
+    end
     for _, form in ipairs(forms) do
-        if masked_text(form) ~= form then return true end
+        local digits = #form - (form:sub(1, 1) == "-" and 1 or 0)
+        if digits >= 13 and digits <= 19 and masked_text(form) ~= form then return true end
     end
     return false
 end
@@ -1088,10 +1099,22 @@ local function masked_varint(range, offset, length, positions)
     positions[#positions + 1] = { at + length - 1, 0x00 }
 end
 
--- Eight bytes of a fixed64, sfixed64 or double whose value holds a card number, as positions that write zeros.
-local function masked_fixed64(range, positions)
-    local as_double = string.format("%.17g", range:le_float())
-    if not number_holds_card(range:le_uint64()) and masked_text(as_double) == as_double then return end
+-- Eight bytes of a fixed64, sfixed64 or double whose value holds a card number, as positions that write zeros: read
+-- as a double when the schema says the field is one (`kind` "d"), as an integer when it says it is not, and both
+-- ways for a field it does not have. Read as a double, only a whole number of 13 to 19 digits can be a card number:
+-- the digits of 0.1 written to 17 places (0.10000000000000001) read as one by the text rule, and so do the bits of
+-- any double read as an integer.
+local function masked_fixed64(range, kind, positions)
+    local holds = false
+    if kind ~= "d" then holds = number_holds_card(range:le_uint64()) end
+    if not holds and (kind == "d" or kind == nil) then
+        local double = range:le_float()
+        if double == math.floor(double) and double >= 1e12 and double < 1e19 then
+            local text = string.format("%.0f", double)
+            holds = masked_text(text) ~= text
+        end
+    end
+    if not holds then return end
     for k = 0, 7 do positions[#positions + 1] = { range:offset() + k, 0 } end
 end
 
@@ -1108,6 +1131,8 @@ local function message_positions(range, base, message_type, positions, depth)
     -- Numbers are masked where they are, in positions relative to the capture's bytes: moved to `base` here.
     local function as_numbers(numbers)
         for _, change in ipairs(numbers) do positions[#positions + 1] = { change[1] - base, change[2] } end
+        -- Noted beside the positions, for the tree's word that a masked number reads 0.
+        if #numbers > 0 then positions.numbers = true end
     end
     local kinds = message_fields[message_type]
     local fields = read_fields(range)
@@ -1123,7 +1148,7 @@ local function message_positions(range, base, message_type, positions, depth)
             if kind == "x" then
                 local offset = field.range:offset() - base
                 for k = 0, field.size - 1 do positions[#positions + 1] = { offset + k, 42 } end
-            elseif kind == "s" or kind == "b" then
+            elseif kind == "s" or kind == "b" or kind == "d" then
                 as_text(field.range)
             else
                 message_positions(field.range, base, kind, positions, depth + 1)
@@ -1137,7 +1162,7 @@ local function message_positions(range, base, message_type, positions, depth)
             as_numbers(numbers)
         elseif field.wire_type == 1 then
             local numbers = {}
-            masked_fixed64(field.whole(field.whole:len() - 8, 8), numbers)
+            masked_fixed64(field.whole(field.whole:len() - 8, 8), kind, numbers)
             as_numbers(numbers)
         end
     end
@@ -1146,14 +1171,14 @@ end
 -- A message's bytes with any card number in them masked, and the value of every secret field of its type (a
 -- message type name, when known) replaced by asterisks: the same length, so every field stays where it was. For the
 -- protobuf dissector and the tree's hex view: a new data source named so when something was masked. A message of
--- unknown type is looked at as text throughout. Also returns whether anything was masked.
+-- unknown type is looked at as text throughout. Also returns whether anything was masked, and whether a number was.
 local function masked_tvb(range, message_type)
     local positions = {}
     message_positions(range, range:offset(), message_type or "", positions, 0)
-    if #positions == 0 then return range:tvb(), false end
+    if #positions == 0 then return range:tvb(), false, false end
     local bytes = range:bytes()
     for _, change in ipairs(positions) do bytes:set_index(change[1], change[2]) end
-    return bytes:tvb("Message (card data masked)"), true
+    return bytes:tvb("Message (card data masked)"), true, positions.numbers == true
 end
 
 -- Characters beyond ASCII that text from a peer shows escaped, as the CLI shows them
@@ -1305,7 +1330,7 @@ local function add_metadata(tree, field)
         end
     end
     subtree:set_text(escaped("Metadata: " .. key .. ": " .. (value or "")))
-    if key == "tokenet-trace-id" and value then tree:add(f.trace_id, value_range or field.whole, value) end
+    if key == "tokenet-trace-id" and value then tree:add(f.trace_id, value_range or field.whole, escaped(value)) end
     return key, value
 end
 
@@ -1343,11 +1368,11 @@ local function dissect_frame(range, pinfo, tree, frame)
     local call = calls[frame.stream_id]
     if kind ~= "call_start" and frame.stream_id ~= 0 then
         if call then
-            tree:add(f.method, range(0, 0), call.method):set_generated()
+            tree:add(f.method, range(0, 0), escaped(call.method)):set_generated()
             tree:add(f.call_frame, range(0, 0), call.started):set_generated()
             -- Only the call_start carries the trace id: shown on every frame of the call, a filter on it finds the
             -- flow's messages, statuses and cancels too, not only the starts of its calls.
-            if call.trace then tree:add(f.trace_id, range(0, 0), call.trace):set_generated() end
+            if call.trace then tree:add(f.trace_id, range(0, 0), escaped(call.trace)):set_generated() end
         else
             tree:add_proto_expert_info(ef_unknown_stream)
         end
@@ -1407,10 +1432,12 @@ local function dissect_frame(range, pinfo, tree, frame)
             -- The bytes as the tree shows them in hex are masked too: a card number's digits are as readable there.
             local types = call and method_types[call.method]
             local message_type = types and types[direction]
-            local shown, masked = masked_tvb(data.range, message_type)
+            local shown, masked, numbers = masked_tvb(data.range, message_type)
             local item = tree:add(f.data, shown:range())
             -- The tree's fields show the masked copy: a number that held a card number reads 0 there.
-            if masked then item:append_text(" (card data masked; a masked number reads 0)") end
+            if masked then
+                item:append_text(numbers and " (card data masked; a masked number reads 0)" or " (card data masked)")
+            end
             if call then
                 dissect_payload(data.range, pinfo, tree, "application/grpc," .. call.method .. "," .. direction,
                     message_type)
@@ -1441,7 +1468,7 @@ local function dissect_frame(range, pinfo, tree, frame)
                     if part.number == 2 then detail_value = part.range end
                 end
                 -- On the type's own bytes: the detail's whole field holds its value's bytes too, unmasked.
-                local detail = tree:add(f.detail_type, type_range or field.whole:range(0, 1), detail_type)
+                local detail = tree:add(f.detail_type, type_range or field.whole:range(0, 1), escaped(detail_type))
                 if detail_value then
                     detail:add(f.detail_value, masked_tvb(detail_value, detail_type):range())
                     if detail_type:match("^[%w_]+[%w_.]*%.[%w_]+$") then
