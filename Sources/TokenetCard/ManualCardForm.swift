@@ -41,8 +41,12 @@ public enum ManualCardForm {
     }
 
     public static func cardholderNameProblem(_ name: String) -> String? {
-        guard name.count <= maximumNameLength, name.utf8.count <= maximumNameBytes else {
+        guard name.count <= maximumNameLength else {
             return "the cardholder name is longer than \(maximumNameLength) characters"
+        }
+        guard name.utf8.count <= maximumNameBytes else {
+            return "the cardholder name takes more than \(maximumNameBytes) bytes (its characters carry many accents "
+                + "or marks); give the name as printed on the card"
         }
         // A name goes on the card's record and onto screens: an escape sequence, a line break or a right-to-left
         // override in it would act on whatever shows it, and no name printed on a card holds one.

@@ -78,8 +78,8 @@ extension IssuerAppAuthenticator {
                 .unauthenticated,
                 "the TSP refused the login: \(response.message). The app made its codes with the credentials the "
                     + "PIN opened, so the app and the TSP are out of step; logging in again spends the credential's "
-                    + "failures: enrol the account again (tokenet issuer enroll ADDR \(userID), then tokenet "
-                    + "issuer-app activate with the code it sends)")
+                    + "failures: enrol the account again (tokenet issuer enroll ADDR \(userID) \(account.accountID), "
+                    + "then tokenet issuer-app activate with the code it sends)")
         default:
             logger.info("login refused by the TSP", ["user": userID, "reason": response.message])
             throw IssuerError(.unauthenticated, "the TSP refused the login: \(response.message)")
@@ -154,8 +154,7 @@ extension IssuerAppAuthenticator {
         do {
             return try await call()
         } catch let error as RPCError where error.callWasNeverSent {
-            try? store.giveBackCounters(
-                userID: account.userID, accountID: account.accountID, to: taken, ifAdvancedBy: steps)
+            try? store.giveBackCounters(of: account, to: taken, ifAdvancedBy: steps)
             throw error
         }
     }

@@ -249,16 +249,19 @@ extension IssuerStore {
     /// left them: for codes that never reached the TSP. Counters moved since (which logins taking turns rule out)
     /// are left as they are.
     func giveBackCounters(
-        userID: String, accountID: String, to taken: (user: UInt64, device: UInt64), ifAdvancedBy steps: UInt64
+        of account: AppAccountRecord, to taken: (user: UInt64, device: UInt64), ifAdvancedBy steps: UInt64
     ) throws(IssuerError) {
         try storage("give back the app's counters") {
+            // Only to the same credentials: an activation that replaced the account meanwhile brought its own.
             _ = try database.execute(
                 """
                 UPDATE app_accounts SET user_counter = ?, device_counter = ?
-                WHERE user_id = ? AND account_id = ? AND user_counter = ? AND device_counter = ?
+                WHERE user_id = ? AND account_id = ? AND user_credential_id = ? AND device_credential_id = ?
+                    AND user_counter = ? AND device_counter = ?
                 """,
                 [
-                    Int64(taken.user), Int64(taken.device), userID, accountID, Int64(taken.user + steps),
+                    Int64(taken.user), Int64(taken.device), account.userID, account.accountID,
+                    account.userCredentialID, account.deviceCredentialID, Int64(taken.user + steps),
                     Int64(taken.device + steps),
                 ])
         }

@@ -39,7 +39,8 @@ extension TSPStore {
         guard var next = replacingToken(in: first.reason) else {
             // A step-up that expired says already that the card can be added again.
             let again = first.reason.contains("added again") ? "" : "; add the card again"
-            return " (by \(first.actor): \(first.reason))\(again)"
+            // "by ACTOR, REASON": actors read PARTY:ID (`TokenActor`), and a colon after one read as garbled.
+            return " (by \(first.actor), \(first.reason))\(again)"
         }
         for _ in 0..<8 {
             guard let row = try queryOne("SELECT state FROM tokens WHERE digital_card_id = ?", [next]) else { break }
@@ -50,7 +51,7 @@ extension TSPStore {
                 return " (\(first.reason)); the card is in the wallet already, as token \"\(next)\""
             case .deactivated:
                 guard let later = try deactivation(next), let replacer = replacingToken(in: later.reason) else {
-                    let why = try deactivation(next).map { " (by \($0.actor): \($0.reason))" } ?? ""
+                    let why = try deactivation(next).map { " (by \($0.actor), \($0.reason))" } ?? ""
                     return " (\(first.reason)); the card's latest token, \"\(next)\", is deactivated too\(why); "
                         + "add the card again"
                 }

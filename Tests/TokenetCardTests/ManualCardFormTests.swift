@@ -14,8 +14,8 @@ import Testing
         // A character built of many scalars counts once, within a bound on the bytes.
         #expect(ManualCardForm.cardholderNameProblem(String(repeating: "e\u{301}", count: 100)) == nil)
         #expect(
-            ManualCardForm.cardholderNameProblem("e" + String(repeating: "\u{301}", count: 500))
-                == "the cardholder name is longer than 100 characters")
+            ManualCardForm.cardholderNameProblem("e" + String(repeating: "\u{301}", count: 500))?.hasPrefix(
+                "the cardholder name takes more than 400 bytes") == true)
     }
 
     /// No name printed on a card holds a control or invisible character; one would act on what shows it.

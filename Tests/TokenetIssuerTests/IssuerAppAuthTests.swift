@@ -531,9 +531,9 @@ import TokenetWire
         let first = try await app.enrol()
         _ = try await app.party.app.activate(
             code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        let account = try #require(try app.party.store.appAccounts("ch-alice").first)
         let counters = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking")
-        try app.party.store.giveBackCounters(
-            userID: "ch-alice", accountID: "acc-alice-checking", to: counters, ifAdvancedBy: 1)
+        try app.party.store.giveBackCounters(of: account, to: counters, ifAdvancedBy: 1)
         try #require(link).set(unreachable: true)
         for _ in 0..<150 {
             await expectIssuerError(.unavailable, "cannot connect to the tsp-node") {
@@ -542,8 +542,7 @@ import TokenetWire
         }
         let after = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking")
         #expect(after == counters)
-        try app.party.store.giveBackCounters(
-            userID: "ch-alice", accountID: "acc-alice-checking", to: after, ifAdvancedBy: 1)
+        try app.party.store.giveBackCounters(of: account, to: after, ifAdvancedBy: 1)
         try #require(link).set(unreachable: false)
         let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
         #expect(login.accessToken == "at1.token-for-dc-ref-1")
@@ -562,7 +561,11 @@ import TokenetWire
         await expectIssuerError(.unauthenticated, "the app and the TSP are out of step") {
             _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
         }
-        await expectIssuerError(.unauthenticated, "enrol the account again (tokenet issuer enroll ADDR ch-alice") {
+        await expectIssuerError(
+            .unauthenticated,
+            "enrol the account again (tokenet issuer enroll ADDR ch-alice acc-alice-checking, then tokenet issuer-app "
+                + "activate with the code it sends)"
+        ) {
             _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
         }
     }

@@ -110,7 +110,7 @@ import TokenetWire
             LifecycleTests.change(second, .delete, "FRAUD_SUSPECTED"))
         await expectRPCError(
             .failedPrecondition,
-            "; the card's latest token, \"\(second)\", is deactivated too (by tsp: FRAUD_SUSPECTED); add the card again"
+            "; the card's latest token, \"\(second)\", is deactivated too (by tsp, FRAUD_SUSPECTED); add the card again"
         ) {
             try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: first, methodID: "otp-sms"))
         }
@@ -185,7 +185,7 @@ import TokenetWire
         tsp.clock.advance(seconds: 1)
         // The refusal gives the token's own reason, which says the card can be added again (once).
         await expectRPCError(
-            .failedPrecondition, "(by tsp: step-up not completed within 3600 s; the card can be added again)"
+            .failedPrecondition, "(by tsp, step-up not completed within 3600 s; the card can be added again)"
         ) {
             try await Self.activate(tsp, tokens, waiting, by: path)
         }
