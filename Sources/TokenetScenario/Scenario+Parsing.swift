@@ -70,7 +70,10 @@ extension Scenario {
         // Compared without case, as Tools/gen-certs compares them: CA.pem beside ca.pem is one file where names
         // ignore case, and it refused such an ID as the run reached the line, after --check had passed it.
         let lowered = id.lowercased()
-        guard !(["ca", ".", ".."] + identities).contains(lowered) else {
+        guard !id.hasPrefix(".") else {
+            return "'\(id)' starts with '.', which Tools/gen-certs refuses; choose another ID"
+        }
+        guard !(["ca"] + identities).contains(lowered) else {
             return "'\(id)' names a certificate the PKI has anyway; choose another ID"
         }
         guard !lowered.hasSuffix(".pem"), !lowered.hasSuffix(".key") else {

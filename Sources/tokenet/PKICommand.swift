@@ -61,7 +61,14 @@ enum PKICommand {
                 let id = node.split(separator: "/", maxSplits: 1)[1]
                 // The files gen-certs makes anyway, and an id given twice, would be written over without a word.
                 // Compared without case: CA.pem beside ca.pem is one file where names ignore case.
-                guard !["ca", "tsp", "issuer", "wallet", "operator", ".", ".."].contains(id.lowercased()) else {
+                // A hidden file (and `.` or `..` a directory), which gen-certs' renewal of the certificates after a
+                // CA change skips: it was left signed by the old CA, and DIR said to hold it.
+                guard !id.hasPrefix(".") else {
+                    throw CLIError(
+                        .usage,
+                        "pki init: --node \(node): an ID starting with '.' makes a hidden file; choose another ID")
+                }
+                guard !["ca", "tsp", "issuer", "wallet", "operator"].contains(id.lowercased()) else {
                     throw CLIError(
                         .usage, "pki init: --node \(node): \(id).pem is made for every DIR anyway; choose another ID")
                 }

@@ -207,6 +207,9 @@ import TokenetTestSupport
             "the ID B is given twice (IDs are compared"
         ),
         (["pki", "init", "a", "--node", "wallet/ca.key"], "an ID ending in .pem or .key names a file"),
+        // A hidden file, which the renewal of certificates after a CA change skipped.
+        (["pki", "init", "a", "--node", "issuer/.hidden"], "an ID starting with '.' makes a hidden file"),
+        (["pki", "init", "a", "--node", "issuer/.."], "an ID starting with '.' makes a hidden file"),
         (["pki", "init", "/etc/hostname"], "pki init: /etc/hostname is a file, not a directory"),
     ])
     func usageMistakesAreNamed(arguments: [String], message: String) async throws {

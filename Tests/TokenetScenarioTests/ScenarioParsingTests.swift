@@ -189,6 +189,7 @@ import TokenetWire
             "s:1: identity issuer/WALLET-1: the ID WALLET-1 differs only in case from wallet/"
         ),
         ("identity wallet/CA", "s:1: identity wallet/CA: 'CA' names a certificate the PKI has anyway"),
+        ("identity wallet/.x", "s:1: identity wallet/.x: '.x' starts with '.', which Tools/gen-certs refuses"),
         ("identity wallet/Issuer", "s:1: identity wallet/Issuer: 'Issuer' names a certificate the PKI has anyway"),
         ("identity wallet/x.pem", "s:1: identity wallet/x.pem: 'x.pem' ends as the PKI's file names do (.pem, .key)"),
         ("identity wallet/x.KEY", "s:1: identity wallet/x.KEY: 'x.KEY' ends as the PKI's file names do"),
