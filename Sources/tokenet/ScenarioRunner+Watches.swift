@@ -118,6 +118,7 @@ extension ScenarioRunner {
             printOut(message.text(indent: 2).split(separator: "\n").map { "          \($0)" }.joined(separator: "\n"))
         }
         lastResponse = (message, stream.traceID, stream.responseType)
+        consoleCallNotMade = nil
         try save(awaited.saves, from: message, type: stream.responseType, traceID: stream.traceID)
     }
 

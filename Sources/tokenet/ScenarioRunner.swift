@@ -39,6 +39,9 @@ final class ScenarioRunner {
     /// The call typed last at the console and its line: `expect within D` typed after it calls it again until the
     /// expectation is met or D has passed, as in a script (it was accepted and then judged once).
     var lastConsoleCall: (call: ScenarioCall, line: Int)?
+    /// The line of the call typed last at the console when it was refused before it was made (a request that is no
+    /// message of its type): an expect or save typed next is about it, and was judged on the call before it.
+    var consoleCallNotMade: Int?
     /// The calls `spawn` started and no `join` has waited for yet.
     var spawned: [String: SpawnedCall] = [:]
     private var calls = 0
@@ -205,18 +208,25 @@ final class ScenarioRunner {
         case .step(let step):
             if case .join(let join) = step.action {
                 // Shown whatever its outcome, for the expect typed next; there is no call to make again.
-                lastConsoleCall = nil
+                (lastConsoleCall, consoleCallNotMade) = (nil, nil)
                 return try runJoin(join, line: line, judged: false)
             }
             guard case .call(let call) = step.action else { return try run(step) }
             calls += 1
+            (lastResponse, lastOutcome, lastConsoleCall, consoleCallNotMade) = (nil, nil, nil, line)
             let result = try makeCall(call, line: line)
+            consoleCallNotMade = nil
             print(line, summary(call, result, attempts: 1))
             printResponses(result, force: true)
             lastResponse = (result.outcome.responses.last, result.traceID, result.outcome.responseType)
             lastOutcome = result.outcome
             lastConsoleCall = (call, line)
         case .expectation(let expectation):
+            if let notMade = consoleCallNotMade {
+                throw Failure(
+                    line: line, reason: "the call on line \(notMade) was not made (see its error): nothing to expect",
+                    scriptError: true)
+            }
             guard let outcome = lastOutcome else {
                 throw Failure(line: line, reason: "no call has ended yet", scriptError: true)
             }
@@ -235,6 +245,10 @@ final class ScenarioRunner {
             }
             print(line, "expect \(expectation.code.name): met")
         case .save(let save):
+            if let notMade = consoleCallNotMade {
+                throw Failure(
+                    line: line, reason: "save \(save.name): the call on line \(notMade) was not made (see its error)")
+            }
             try self.save(
                 [save], from: lastResponse?.message, type: lastResponse?.type ?? nil,
                 traceID: lastResponse?.traceID ?? "")

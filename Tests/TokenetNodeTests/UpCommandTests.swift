@@ -230,6 +230,25 @@ import TokenetTransport
         #expect(text().contains("   37  expect OK: met\n"), "\(text().suffix(2000))")
         #expect(!text().contains("already has an expect line"), "\(text().suffix(2000))")
 
+        // A call refused before it was made: the expect and save typed next are about it, and were judged on the
+        // call before it ("expect OK: met" for a call never made).
+        commands.write(
+            Data(
+                """
+                call wallet tokenet.health.v1.Health/Check {"service": 5}
+                expect OK {"status": "SERVING_STATUS_SERVING"}
+                save y status
+                echo unmade
+
+                """.utf8))
+        try waitFor("   42  unmade", up)
+        #expect(
+            text().contains("error: line 40: the call on line 39 was not made (see its error): nothing to expect"),
+            "\(text().suffix(2000))")
+        #expect(
+            text().contains("error: line 41: save y: the call on line 39 was not made (see its error)"),
+            "\(text().suffix(2000))")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]
