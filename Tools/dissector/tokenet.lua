@@ -1154,8 +1154,9 @@ local function message_positions(range, base, message_type, positions, depth)
                 message_positions(field.range, base, kind, positions, depth + 1)
             end
         elseif field.wire_type == 2 and field.range then
-            -- Not in the schema (a newer peer's field): its bytes are looked at as text all the same.
-            as_text(field.range)
+            -- Not in the schema (a newer peer's field): its bytes are looked at as text all the same, and as a
+            -- message of unknown type, whose numbers are masked where they read as fields.
+            message_positions(field.range, base, "", positions, depth + 1)
         elseif field.wire_type == 0 then
             local numbers = {}
             masked_varint(field.value_range, 0, field.value_range:len(), numbers)
