@@ -94,6 +94,19 @@ enum DecodeCommand {
                     // Also as protobuf writes a full name, with a leading dot (`.tokenet.health.v1.HealthCheckResponse`).
                     let unqualified = name.hasPrefix(".") ? String(name.dropFirst()) : name
                     guard let type = ProtoRegistry.messageType(named: unqualified) else {
+                        if ProtoRegistry.enumType(named: unqualified) != nil {
+                            throw CLIError(
+                                .usage,
+                                "decode: --type: \(Self.shown(name)) is an enum, not a message: give the message that "
+                                    + "holds it")
+                        }
+                        if let wirePath = try? CallCommand.methodPath(unqualified), let method = Self.method(wirePath) {
+                            throw CLIError(
+                                .usage,
+                                "decode: --type: \(Self.shown(name)) is a method, not a message: give its request "
+                                    + "(\(method.request.protoName)) or response (\(method.response.protoName)) type, "
+                                    + "or the method with --method to decode frames")
+                        }
                         if ProtoRegistry.service(named: unqualified) != nil {
                             throw CLIError(
                                 .usage,
@@ -145,7 +158,8 @@ enum DecodeCommand {
                 throw CLIError(.usage, "decode: --calls CLIENT needs the server's side as FILE")
             }
             // Standard input holds one of them: the first read would leave nothing for the other.
-            guard callsFile != "-" || file != "-" else {
+            let standardInput: Set<String?> = ["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
+            guard !standardInput.contains(callsFile) || !standardInput.contains(file) else {
                 throw CLIError(.usage, "decode: --calls and FILE cannot both be standard input (-)")
             }
             encoding = encodings.first ?? .raw

@@ -123,17 +123,27 @@ import TokenetWire
     /// Standard input can be one of the two sides, not both: the second read found it empty, and the command went
     /// on as if the server's side held nothing.
     @Test func bothSidesFromStandardInputAreRefused() async throws {
-        let result = try await runTokenet(["decode", "--calls", "-", "-"], stdin: "")
-        #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr.contains("--calls and FILE cannot both be standard input (-)"), "\(result.stderr)")
+        for arguments in [["--calls", "-", "-"], ["--calls", "/dev/stdin", "-"]] {
+            let result = try await runTokenet(["decode"] + arguments, stdin: "")
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.contains("--calls and FILE cannot both be standard input (-)"), "\(result.stderr)")
+        }
     }
 
-    /// A service given as --type is named as one, with where to find its messages.
-    @Test func aServiceGivenAsTypeIsNamedAsOne() async throws {
-        let result = try await runTokenet(["decode", "--type", "tokenet.wallet.v1.WalletControl"], stdin: "")
+    /// A service, an enum or a method given as --type is named as what it is, with what to give instead.
+    @Test(arguments: [
+        ("tokenet.wallet.v1.WalletControl", "'tokenet.wallet.v1.WalletControl' is a service, not a message"),
+        ("tokenet.wire.v1.StatusCode", "'tokenet.wire.v1.StatusCode' is an enum, not a message"),
+        (
+            "tokenet.health.v1.Health/Check",
+            "'tokenet.health.v1.Health/Check' is a method, not a message: give its request "
+                + "(tokenet.health.v1.HealthCheckRequest)"
+        ),
+    ])
+    func aNameThatIsNoMessageIsNamedForWhatItIs(name: String, message: String) async throws {
+        let result = try await runTokenet(["decode", "--type", name], stdin: "")
         #expect(result.status == 2, "\(result.stderr)")
-        #expect(
-            result.stderr.contains("'tokenet.wallet.v1.WalletControl' is a service, not a message"), "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
     }
 
     /// One whole frame before a broken one is "1 whole frame".
