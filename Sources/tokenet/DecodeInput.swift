@@ -47,12 +47,27 @@ enum DecodeInput {
     /// "hex" or "base64" when raw input is wholly text of that encoding (whitespace and, for hex, colons aside):
     /// frames never are, since a length prefix of at most 4 MiB starts with a zero byte.
     static func textEncoding(of input: [UInt8]) -> String? {
-        let text = input.filter { !(9...13).contains($0) && $0 != UInt8(ascii: " ") }
-        guard !text.isEmpty else { return nil }
-        if text.allSatisfy({ hexDigit($0) != nil || $0 == UInt8(ascii: ":") }) { return "hex" }
-        let base64 = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=".utf8)
-        return text.allSatisfy { base64.contains($0) } ? "base64" : nil
+        // One pass that stops at the first byte neither alphabet has: a copy of the input without its whitespace,
+        // then two passes over it, was a tenth of the time decode took for a message of megabytes.
+        var (hex, base64, any) = (true, true, false)
+        for byte in input where !(9...13).contains(byte) && byte != UInt8(ascii: " ") {
+            any = true
+            if hex && hexDigit(byte) == nil && byte != UInt8(ascii: ":") { hex = false }
+            if base64 && !base64Characters[Int(byte)] { base64 = false }
+            if !hex && !base64 { return nil }
+        }
+        guard any else { return nil }
+        return hex ? "hex" : "base64"
     }
+
+    /// Which bytes base64 text holds, in either alphabet, with its padding.
+    private static let base64Characters: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=".utf8 {
+            table[Int(byte)] = true
+        }
+        return table
+    }()
 
     /// Whether the input's first bytes are printable text or whitespace, where frames start with a zero byte.
     static func startsWithText(_ input: [UInt8]) -> Bool {

@@ -120,11 +120,26 @@ extension JSONValue {
         out += String(repeating: " ", count: indent * level)
     }
 
+    /// Whether `string` is printable ASCII with no quote or backslash, read from its bytes in place when it has them
+    /// together (a closure per byte was most of the time for megabytes).
+    private static func isPlain(_ string: String) -> Bool {
+        func plain(_ byte: UInt8) -> Bool {
+            byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+        }
+        if let answer = string.utf8.withContiguousStorageIfAvailable({ bytes in
+            for byte in bytes where !plain(byte) { return false }
+            return true
+        }) {
+            return answer
+        }
+        return string.utf8.allSatisfy(plain)
+    }
+
     private static func writeString(_ string: String, to out: inout String) {
         out += "\""
         // Printable ASCII with no quote or backslash goes as it is, in one piece: base64 of a message of megabytes
         // was written a character at a time.
-        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+        if Self.isPlain(string) {
             out += string
             out += "\""
             return
