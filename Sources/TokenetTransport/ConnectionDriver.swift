@@ -52,6 +52,8 @@ final class ConnectionDriver: EventLoopHandler {
     @exclusivity(unchecked) private var sendBuffer: [UInt8] = []
     @exclusivity(unchecked) private var sendOffset = 0
     @exclusivity(unchecked) private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Owners waiting for this side's end of stream to be sent (`shutdownWrite`).
+    @exclusivity(unchecked) private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
 
     @exclusivity(unchecked) private var pendingActions: [ConnectionStateMachine.Action] = []
     @exclusivity(unchecked) private var performing = false
@@ -61,14 +63,15 @@ final class ConnectionDriver: EventLoopHandler {
 
     init(
         loop: EventLoop, fd: Int32, engine: any ConnectionEngine, connecting: Bool,
-        limits: ConnectionStateMachine.Limits,
+        limits: ConnectionStateMachine.Limits, halfClose: Bool = false,
         onEstablished: @escaping EstablishedHandler
     ) {
         self.loop = loop
         self.fd = fd
         self.engine = engine
         placement = PeerPlacement(fd: fd)
-        machine = ConnectionStateMachine(phase: connecting ? .connecting : .handshaking, limits: limits)
+        machine = ConnectionStateMachine(
+            phase: connecting ? .connecting : .handshaking, limits: limits, halfClose: halfClose)
         self.onEstablished = onEstablished
     }
 
@@ -173,6 +176,17 @@ final class ConnectionDriver: EventLoopHandler {
         }
     }
 
+    /// Ends this side's stream once what is written is sent, and resumes `continuation` then (or once the
+    /// connection is closed): see `ConnectionStateMachine.shutdownWriteRequested`.
+    func shutdownWrite(_ continuation: CheckedContinuation<Void, Never>) {
+        guard machine.phase == .open else {
+            continuation.resume()
+            return
+        }
+        shutdownWaiters.append(continuation)
+        handle(machine.shutdownWriteRequested())
+    }
+
     /// Ends the connection at once with a TCP reset (`Socket.resetOnClose`): nothing buffered is sent, and pending
     /// reads and writes fail with `reason`.
     func abort(_ reason: TransportError) {
@@ -270,6 +284,11 @@ final class ConnectionDriver: EventLoopHandler {
             transmit()
         case .closeSocket:
             teardown(nil)
+        case .shutdownSocketWrite:
+            Socket.shutdownWrite(fd)
+            let waiters = shutdownWaiters
+            shutdownWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
         case .fail(let error):
             teardown(error)
         }
@@ -501,8 +520,9 @@ final class ConnectionDriver: EventLoopHandler {
         let failedWriters = writers
         writers.removeAll()
         for writer in failedWriters { writer.completion(.failure(failure)) }
-        let waiters = closeWaiters
+        let waiters = closeWaiters + shutdownWaiters
         closeWaiters.removeAll()
+        shutdownWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
     }
 
@@ -519,11 +539,13 @@ extension ConnectionDriver {
     @discardableResult
     static func launch(
         loop: EventLoop, fd: Int32, engine: any ConnectionEngine, connecting: Bool,
-        limits: ConnectionStateMachine.Limits, handshakeTimeout: Duration,
+        limits: ConnectionStateMachine.Limits, halfClose: Bool = false, handshakeTimeout: Duration,
         established: @escaping (Result<(LoopBound<ConnectionDriver>, PeerIdentity?), TransportError>) -> Void
     ) -> LoopBound<ConnectionDriver> {
         var driver: ConnectionDriver?
-        let created = ConnectionDriver(loop: loop, fd: fd, engine: engine, connecting: connecting, limits: limits) {
+        let created = ConnectionDriver(
+            loop: loop, fd: fd, engine: engine, connecting: connecting, limits: limits, halfClose: halfClose
+        ) {
             result in
             guard let launched = driver else { return }
             driver = nil  // break the cycle driver -> handler -> driver

@@ -75,6 +75,14 @@ struct ConnectionHandle: Sendable {
         }
     }
 
+    /// Ends this side's stream (see `ConnectionDriver.shutdownWrite`) and returns once it is sent or closed.
+    func shutdownWrite() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let driver = driver
+            if !loop.execute({ driver.value.shutdownWrite(continuation) }) { continuation.resume() }
+        }
+    }
+
     /// Resets the connection (see `ConnectionDriver.abort`) and returns once it is closed.
     func abort(_ reason: TransportError) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -43,6 +43,8 @@ struct ConnectionStateMachine {
         case sendCloseNotify
         /// Close the socket cleanly (after a flushed close_notify or a completed close).
         case closeSocket
+        /// Shut the socket's write half (a TCP FIN) now that what was written is sent; reading goes on.
+        case shutdownSocketWrite
         /// Fail everything still waiting with the error, send what can be sent without blocking, close the socket.
         case fail(TransportError)
     }
@@ -57,11 +59,20 @@ struct ConnectionStateMachine {
     private var writersWaiting = false
     /// The peer's close_notify was received: nothing more will arrive.
     private var peerFinished = false
+    /// Whether the peer's end of stream leaves this side open for writing until it ends its own
+    /// (`shutdownWriteRequested`): a TCP half-close, which a proxy must carry on so that the answer a client waits for
+    /// after shutting down its writes still reaches it. Without it the peer's end closes the connection.
+    let halfClose: Bool
+    /// This side's end of stream: none asked for, waiting for what is buffered to be sent, or sent.
+    private var writeShutdown = WriteShutdown.none
 
-    init(phase: Phase, limits: Limits = .default) {
+    enum WriteShutdown { case none, pending, done }
+
+    init(phase: Phase, limits: Limits = .default, halfClose: Bool = false) {
         precondition(phase == .connecting || phase == .handshaking, "a connection starts connecting or handshaking")
         self.phase = phase
         self.limits = limits
+        self.halfClose = halfClose
     }
 
     /// The interest to register the socket with initially.
@@ -125,7 +136,7 @@ struct ConnectionStateMachine {
         default:
             break
         }
-        return updateInterest(actions)
+        return updateInterest(actions + shutdownWriteIfSent())
     }
 
     /// The peer's close_notify arrived: finish the reader once the queue is drained, answer with our own.
@@ -136,6 +147,10 @@ struct ConnectionStateMachine {
         if readerWaiting && inboundBuffered == 0 {
             readerWaiting = false
             actions.append(.finishReader)
+        }
+        if phase == .open && halfClose {
+            // Writes go on until this side ends its stream too; if it has, nothing is left to carry.
+            return writeShutdown == .done ? actions + close() : updateInterest(actions)
         }
         if phase == .open {
             phase = .closing
@@ -179,6 +194,8 @@ struct ConnectionStateMachine {
 
     mutating func writeRequested() -> [Action] {
         switch phase {
+        case .open where writeShutdown != .none:
+            return [.failWriters(Self.closedLocally)]
         case .open:
             writersWaiting = true
             return outboundBuffered < limits.outboundHighWater ? [.admitWrites] : []
@@ -212,6 +229,14 @@ struct ConnectionStateMachine {
         case .closing, .closed:
             return []
         }
+    }
+
+    /// The owner ends this side's stream while still reading: the socket's write half is shut once every byte
+    /// written before is sent (a TCP FIN after the data), and later writes fail.
+    mutating func shutdownWriteRequested() -> [Action] {
+        guard phase == .open else { return [] }
+        if writeShutdown == .none { writeShutdown = .pending }
+        return shutdownWriteIfSent()
     }
 
     /// The task waiting for the connection to be established was cancelled: an attempt not yet established ends
@@ -255,6 +280,14 @@ struct ConnectionStateMachine {
             actions.append(peerFinished ? .finishReader : .failReader(Self.closedLocally))
         }
         return updateInterest(actions + [.closeSocket])
+    }
+
+    /// Shuts the write half once a requested end of stream has nothing left to wait for; closes the connection if
+    /// the peer's stream has ended as well.
+    private mutating func shutdownWriteIfSent() -> [Action] {
+        guard phase == .open, writeShutdown == .pending, outboundBuffered == 0, !writersWaiting else { return [] }
+        writeShutdown = .done
+        return peerFinished ? [.shutdownSocketWrite] + close() : [.shutdownSocketWrite]
     }
 
     /// Appends `.setInterest` when the wanted interest differs from the registered one.

@@ -3,8 +3,8 @@
 /// (`--plaintext`).
 ///
 /// Without TLS there is no close_notify, so the peer's TCP end-of-file ends the stream normally (`read` returns nil)
-/// and, as a close_notify does for TLS, closes the connection: there is no half-close, later writes fail with
-/// `.connectionClosed`.
+/// and, as a close_notify does for TLS, closes the connection: later writes fail with `.connectionClosed`. With
+/// `Options.halfClose` it ends only the peer's stream instead, and this side writes on until `shutdownWrite()`.
 public final class PlainConnection: EventLoopConnection, @unchecked Sendable {
     public struct Options: Sendable {
         /// Bytes waiting for the socket above which writers wait.
@@ -13,14 +13,18 @@ public final class PlainConnection: EventLoopConnection, @unchecked Sendable {
         public var inboundHighWater: Int
         /// Deadline for the TCP connect.
         public var connectTimeout: Duration
+        /// Whether the peer's end of stream leaves the connection open for writing (a TCP half-close): a proxy
+        /// must still deliver the answer a client waits for after shutting down its writes.
+        public var halfClose: Bool
 
         public init(
             outboundHighWater: Int = 256 * 1024, inboundHighWater: Int = 256 * 1024,
-            connectTimeout: Duration = .seconds(10)
+            connectTimeout: Duration = .seconds(10), halfClose: Bool = false
         ) {
             self.outboundHighWater = outboundHighWater
             self.inboundHighWater = inboundHighWater
             self.connectTimeout = connectTimeout
+            self.halfClose = halfClose
         }
 
         var limits: ConnectionStateMachine.Limits {
@@ -39,11 +43,18 @@ public final class PlainConnection: EventLoopConnection, @unchecked Sendable {
                 let fd = try Socket.startConnect(host: address, port: port)
                 return ConnectionDriver.launch(
                     loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true, limits: options.limits,
-                    handshakeTimeout: options.connectTimeout
+                    halfClose: options.halfClose, handshakeTimeout: options.connectTimeout
                 ) { result in
                     resume(result.map { PlainConnection(driver: $0.0) })
                 }
             }
         }
+    }
+
+    /// Ends this side's stream (a TCP FIN) once every byte written before is sent, while the peer's stream is still
+    /// read: how a proxy passes a client's half-close on. Later writes fail with `.connectionClosed`. Returns once
+    /// the FIN is sent or the connection is closed.
+    public func shutdownWrite() async {
+        await handle.shutdownWrite()
     }
 }

@@ -40,7 +40,8 @@ public final class PlainListener: Sendable {
                     ) { client in
                         ConnectionDriver.launch(
                             loop: loop, fd: client, engine: PassThroughEngine(), connecting: false,
-                            limits: options.limits, handshakeTimeout: options.connectTimeout
+                            limits: options.limits, halfClose: options.halfClose,
+                            handshakeTimeout: options.connectTimeout
                         ) { established in
                             switch established {
                             case .success(let (driver, _)):

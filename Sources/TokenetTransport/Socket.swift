@@ -177,6 +177,11 @@ public enum Socket {
         _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
     }
 
+    /// Shuts the write half (a TCP FIN after what the kernel holds); the socket is still read.
+    static func shutdownWrite(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+    }
+
     static func close(_ fd: Int32) {
         openCount.subtract(1, ordering: .relaxed)
         _ = Glibc.close(fd)
