@@ -7,7 +7,8 @@ import TokenetTransport
 ///
 /// It never looks inside the bytes, so TLS passes through it end to end: both parties still authenticate each other
 /// and the proxy needs no keys. The decisions are `FaultProxyStateMachine`'s; this class only carries out its
-/// actions: one child task per connection, which reads both sides and writes each direction in order.
+/// actions: one child task per connection, which reads both sides and writes each direction in order. A side's end
+/// of stream is carried on as a half-close (`shutdownWrite`), so an answer still coming the other way arrives.
 public final class FaultProxy: Sendable {
     /// The address the proxy listens on (its port is the one bound when 0 was asked for).
     public let host: String
@@ -20,12 +21,21 @@ public final class FaultProxy: Sendable {
     public typealias UpstreamReport = @Sendable (_ failure: (any Error)?) -> Void
 
     private let listener: PlainListener
+    /// Both sides of every connection carry a half-close on rather than closing at the peer's end of stream.
+    private static let connectionOptions = PlainConnection.Options(halfClose: true)
     private let upstreamReport: UpstreamReport?
     private let state: Mutex<State>
 
     /// A chunk on its way out, not to be written before `notBefore` unless a hurry brings it forward; `number`
     /// counts the chunks of its connection and direction, from 1.
     typealias Outgoing = (bytes: [UInt8], notBefore: ContinuousClock.Instant, number: UInt64)
+
+    /// What a direction's writer is handed, in order: chunks, then perhaps the end of the sender's stream, which
+    /// goes on after them.
+    enum Outbound {
+        case chunk(Outgoing)
+        case end
+    }
 
     /// One direction of one connection.
     struct Way: Hashable {
@@ -42,7 +52,7 @@ public final class FaultProxy: Sendable {
     struct State {
         var machine: FaultProxyStateMachine
         var links: [UInt64: Link] = [:]
-        /// Connections one side has ended, whose writers still deliver what they hold (a delay may keep them for
+        /// Connections that ended (both directions, or an error), whose writers still deliver what they hold (a delay may keep them for
         /// minutes): a reset or the proxy's end must still be able to cut them.
         var draining: [UInt64: Link] = [:]
         /// Readers paused by a partition, woken when the fault changes.
@@ -86,7 +96,7 @@ public final class FaultProxy: Sendable {
     struct Link {
         var client: PlainConnection
         var upstream: PlainConnection
-        var outboxes: [FaultProxyStateMachine.Direction: AsyncStream<Outgoing>.Continuation]
+        var outboxes: [FaultProxyStateMachine.Direction: AsyncStream<Outbound>.Continuation]
         /// Finished to end the connection at once (a reset).
         var abort: AsyncStream<Void>.Continuation
         /// Set by a reset before anything of the link stops, so that the link's own task, which may see its writers
@@ -128,7 +138,8 @@ public final class FaultProxy: Sendable {
     ) async throws(FaultError) -> FaultProxy {
         do {
             let listener = try await PlainListener.bind(
-                host: host, port: port, on: loop, onAcceptFailure: { acceptReport?($0) })
+                host: host, port: port, on: loop, options: connectionOptions,
+                onAcceptFailure: { acceptReport?($0) })
             return FaultProxy(
                 listener: listener, upstreamHost: upstreamHost, upstreamPort: upstreamPort, fault: fault,
                 holdLimit: holdLimit, upstreamReport: upstreamReport)
@@ -204,7 +215,8 @@ public final class FaultProxy: Sendable {
     private func carry(_ id: UInt64, _ client: PlainConnection) async {
         let upstream: PlainConnection
         do {
-            upstream = try await PlainConnection.connect(host: upstreamHost, port: upstreamPort, on: client.eventLoop)
+            upstream = try await PlainConnection.connect(
+                host: upstreamHost, port: upstreamPort, on: client.eventLoop, options: Self.connectionOptions)
         } catch {
             // As if the upstream refused the connection: the client sees it close.
             upstreamReport?(error)
@@ -213,8 +225,8 @@ public final class FaultProxy: Sendable {
             return
         }
         upstreamReport?(nil)
-        let (toUpstream, toUpstreamOut) = AsyncStream<Outgoing>.makeStream()
-        let (toClient, toClientOut) = AsyncStream<Outgoing>.makeStream()
+        let (toUpstream, toUpstreamOut) = AsyncStream<Outbound>.makeStream()
+        let (toClient, toClientOut) = AsyncStream<Outbound>.makeStream()
         let (aborted, abort) = AsyncStream<Void>.makeStream()
         let wasCut = CutMark()
         let registered = state.withLock { state in
@@ -233,13 +245,16 @@ public final class FaultProxy: Sendable {
         await withTaskGroup(of: Part.self) { group in
             group.addTask { await self.read(id, from: client, .toUpstream) }
             group.addTask { await self.read(id, from: upstream, .toClient) }
-            group.addTask { await self.write(Way(id: id, direction: .toUpstream), toUpstream, to: upstream) }
-            group.addTask { await self.write(Way(id: id, direction: .toClient), toClient, to: client) }
+            group.addTask {
+                await self.write(Way(id: id, direction: .toUpstream), toUpstream, to: upstream, wasCut: wasCut)
+            }
+            group.addTask { await self.write(Way(id: id, direction: .toClient), toClient, to: client, wasCut: wasCut) }
             group.addTask {
                 for await _ in aborted {}
                 return .aborted
             }
-            // Done when both writers have drained their outboxes (the connection ended), or at once on a reset.
+            // Done when both writers have drained their outboxes (both directions ended, or an error ended the
+            // connection), or at once on a reset.
             // `carry` holds the continuations, so no stream ends by itself.
             var writersDone = 0
             while let part = await group.next() {
@@ -271,17 +286,28 @@ public final class FaultProxy: Sendable {
     ) async -> Part {
         while !Task.isCancelled {
             await waitUntilMayRead(id, direction)
-            guard let bytes = try? await source.read() else { break }
+            let bytes: [UInt8]?
+            do { bytes = try await source.read() } catch { break }
+            guard let bytes else {
+                // The sender ended its stream: only this direction ends, and the answer may still be coming back.
+                cut(state.withLock { Self.apply($0.machine.ended(id, direction), to: &$0) })
+                return .reader
+            }
             cut(state.withLock { Self.apply($0.machine.received(id, direction, bytes, at: .now), to: &$0) })
         }
         cut(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
         return .reader
     }
 
-    private func write(_ way: Way, _ outgoing: AsyncStream<Outgoing>, to destination: PlainConnection) async
-        -> Part
-    {
-        for await chunk in outgoing {
+    private func write(
+        _ way: Way, _ outgoing: AsyncStream<Outbound>, to destination: PlainConnection, wasCut: CutMark
+    ) async -> Part {
+        for await item in outgoing {
+            guard case .chunk(let chunk) = item else {
+                // After every byte before it; a reset that came first sends no FIN ahead of its own.
+                if !wasCut.isMarked { await destination.shutdownWrite() }
+                break
+            }
             guard await waitUntilDue(chunk, on: way) else { break }
             do {
                 try await destination.write(chunk.bytes)
@@ -368,12 +394,17 @@ public final class FaultProxy: Sendable {
                 let way = Way(id: id, direction: direction)
                 let number = state.queued[way, default: 0] + 1
                 state.queued[way] = number
-                _ = outbox.yield((bytes, notBefore, number))
+                _ = outbox.yield(.chunk((bytes, notBefore, number)))
             case .hurry(let id, let direction, let notAfter):
                 let way = Way(id: id, direction: direction)
                 guard let upTo = state.queued[way] else { break }
                 state.hurries[way, default: []].append(Hurry(upTo: upTo, notAfter: notAfter))
                 state.wake(way)?.cancel()
+            case .shutdownWrite(let id, let direction):
+                // The writer ends the stream after what it holds, and stops.
+                guard let outbox = state.links[id]?.outboxes[direction] else { break }
+                _ = outbox.yield(.end)
+                outbox.finish()
             case .finish(let id):
                 // The writers drain their outboxes and end; `carry` then closes both sides.
                 if let link = state.links.removeValue(forKey: id) {

@@ -6,7 +6,11 @@
 /// is forwarded at or after an instant the machine sets, and never before an earlier chunk of the same direction:
 /// a delay shortened midway cannot reorder a stream. Shortening or lifting a delay also brings forward what it holds
 /// already (`hurry`): a mistyped `delay 10m` is mended by `heal`, not only by cutting every connection, also on a
-/// connection one side has ended, whose last bytes and close still wait (`finishing`).
+/// connection whose sides have ended, whose last bytes and close still wait (`finishing`).
+///
+/// A side's end of stream ends one direction only, as TCP's half-close does: it goes on to the other side after
+/// the bytes before it (`shutdownWrite`) while the other direction flows on, so a client that shuts down its writes
+/// still hears the answer. The connection finishes once both directions have ended; an error ends it whole.
 public struct FaultProxyStateMachine: Sendable {
     public enum Direction: Sendable, Hashable, CustomStringConvertible {
         /// From the proxy's client to the upstream server.
@@ -32,7 +36,10 @@ public struct FaultProxyStateMachine: Sendable {
         case hurry(UInt64, Direction, notAfter: Instant)
         /// Close both sides of the connection now, dropping what waits to be written (a reset, a refusal).
         case close(UInt64)
-        /// Write what was forwarded so far, then close both sides (one side ended its stream).
+        /// Write what was forwarded in `direction`, then end the stream there (shut down the receiving side's
+        /// writes): the sender in `direction` ended its stream. The other direction flows on.
+        case shutdownWrite(UInt64, Direction)
+        /// Write what was forwarded so far, then close both sides (both directions ended, or an error).
         case finish(UInt64)
     }
 
@@ -47,7 +54,7 @@ public struct FaultProxyStateMachine: Sendable {
     public private(set) var refusing = false
     private var nextID: UInt64 = 1
     private var connections: [UInt64: Connection] = [:]
-    /// Connections one side has ended (`finish`ed, no longer carried) whose last chunks may still wait for a delay:
+    /// Connections both sides or an error have ended (`finish`ed, no longer carried) whose last chunks may still wait for a delay:
     /// when each direction's last chunk may go. Kept until their writers are done (`drained`) or the chunks' time
     /// has passed, so that lifting or shortening the delay brings those chunks forward as well; without them a
     /// mistyped `delay 10m` held the last answer of a server that had closed, and the close, until a reset.
@@ -61,7 +68,12 @@ public struct FaultProxyStateMachine: Sendable {
         var heldBytes: [Direction: Int] = [:]
         /// Bytes forwarded and not yet written, per direction.
         var inFlight: [Direction: Int] = [:]
-        /// One side ended while a partition held bytes: the end goes on after them, when it is lifted.
+        /// The directions whose sender ended its stream.
+        var ended: Set<Direction> = []
+        /// The directions whose end went on (`shutdownWrite`); an end waits behind what a partition holds.
+        var shut: Set<Direction> = []
+        /// An error ended the connection while a partition held bytes: the close goes on after them, when it is
+        /// lifted.
         var ending = false
 
         var holdsBytes: Bool { heldBytes.values.contains { $0 > 0 } }
@@ -175,13 +187,7 @@ public struct FaultProxyStateMachine: Sendable {
                 connection.held[direction] = nil
                 connection.heldBytes[direction] = nil
             }
-            if connection.ending && !connection.holdsBytes {
-                connections[id] = nil
-                finishing[id] = connection.lastDue
-                actions.append(.finish(id))
-            } else {
-                connections[id] = connection
-            }
+            actions += settle(connection, id)
         }
         return actions
     }
@@ -195,19 +201,46 @@ public struct FaultProxyStateMachine: Sendable {
         return ids.map { .close($0) }
     }
 
-    /// Connection `id` ended on one side (end of stream, an error, a failed write or upstream connect): what was
-    /// forwarded goes on, then both sides close. Under a partition the end waits behind the bytes it holds, as a
-    /// peer's FIN would wait behind its data.
+    /// The sender in `direction` of connection `id` ended its stream: the end goes on after what was forwarded in
+    /// `direction` (`shutdownWrite`), while the other direction flows on; once both have ended, the connection
+    /// finishes. Under a partition the end waits behind the bytes it holds in `direction`, as a peer's FIN would
+    /// wait behind its data.
+    public mutating func ended(_ id: UInt64, _ direction: Direction) -> [Action] {
+        guard var connection = connections[id] else { return [] }
+        connection.ended.insert(direction)
+        return settle(connection, id)
+    }
+
+    /// Connection `id` failed (a read error, a failed write or upstream connect): what was forwarded goes on, then
+    /// both sides close. Under a partition the close waits behind the bytes it holds.
     public mutating func ended(_ id: UInt64) -> [Action] {
         guard var connection = connections[id] else { return [] }
-        if connection.holdsBytes {
-            connection.ending = true
+        connection.ending = true
+        return settle(connection, id)
+    }
+
+    /// Stores `connection` after passing on the ends that nothing held by a partition keeps back; finishes it once
+    /// both directions have ended, or an error ended it, and a partition holds nothing of it.
+    private mutating func settle(_ connection: Connection, _ id: UInt64) -> [Action] {
+        var connection = connection
+        var actions: [Action] = []
+        if !connection.ending {
+            for direction in Direction.both
+            where connection.ended.contains(direction) && !connection.shut.contains(direction)
+                && connection.heldBytes[direction, default: 0] == 0
+            {
+                connection.shut.insert(direction)
+                actions.append(.shutdownWrite(id, direction))
+            }
+        }
+        let done = connection.ending ? !connection.holdsBytes : connection.shut.count == Direction.both.count
+        guard done else {
             connections[id] = connection
-            return []
+            return actions
         }
         connections[id] = nil
         if !connection.lastDue.isEmpty { finishing[id] = connection.lastDue }
-        return [.finish(id)]
+        return actions + [.finish(id)]
     }
 
     /// Connection `id` is done: its writers wrote what they had (or were cut), so no delay holds anything of it.

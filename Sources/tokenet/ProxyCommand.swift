@@ -213,19 +213,22 @@ enum ProxyCommand {
         (such as tsp-node --issuer) or the CLI at the proxy instead of the node, and both ends still authenticate
         each other. Once listening it prints 'PROXY listen=HOST:PORT to=HOST:PORT fault=none connections=0'. When
         nothing answers at --to, each client's connection is closed and standard error says so, once until a
-        connection to --to succeeds again.
+        connection to --to succeeds again. A side's end of stream is passed on as a half-close, after the bytes
+        before it, while the other direction carries on: a client that shuts down its writes still gets the answer.
+        The connection ends once both sides have ended theirs.
 
         Faults (from the next byte on; the first three take a direction, to-server or to-client, and apply to both
         without one):
-          none | heal       carry bytes as they come; what a delay holds goes on at once, in order, also on a
-                            connection one side has closed (its close goes after it)
+          none | heal       carry bytes as they come; what a delay holds goes on at once, in order, also once
+                            its sender has ended its stream (the end goes after it)
           delay DURATION    hold each chunk back DURATION (200ms, 1.5s, 250us, 2m; at most 10 minutes),
                             without reordering; a shorter delay brings forward what a longer one holds. Up to
                             1 MiB per direction is on its way at a time; past that the sender is not read
           partition         carry nothing; up to 1 MiB per direction is held and goes on, in order, when the
                             partition is lifted (past that the sender is no longer read, as a full TCP window would
-                            stop it), and a side that closes meanwhile closes after what was held. 'partition
-                            to-client' lets requests reach the server and holds its answers: a lost response
+                            stop it), and an end of stream that comes meanwhile goes on after what was held in its
+                            direction. 'partition to-client' lets requests reach the server and holds its answers:
+                            a lost response
           refuse            close new connections as soon as they are accepted; established ones carry on
         and one command:
           reset             cut every connection now with a TCP reset to both sides: nothing more is written and

@@ -23,6 +23,77 @@ import Testing
         #expect(machine.connectionCount == 0)
     }
 
+    /// A side's end of stream ends its direction only, after what was forwarded before it: the answer still
+    /// flows the other way, and the connection finishes once both directions have ended.
+    @Test func anEndOfStreamEndsOneDirectionAndTheOtherFlowsOn() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        #expect(
+            machine.received(id, .toUpstream, [1], at: at(0)) == [.forward(id, .toUpstream, [1], notBefore: at(0))])
+        #expect(machine.ended(id, .toUpstream) == [.shutdownWrite(id, .toUpstream)])
+        #expect(machine.carries(id))
+        #expect(machine.received(id, .toClient, [2], at: at(1)) == [.forward(id, .toClient, [2], notBefore: at(1))])
+        #expect(machine.ended(id, .toClient) == [.shutdownWrite(id, .toClient), .finish(id)])
+        #expect(!machine.carries(id))
+        #expect(machine.ended(id, .toClient) == [])
+        #expect(machine.connectionCount == 0)
+    }
+
+    /// An error after one direction ended still closes the whole connection.
+    @Test func anErrorAfterAnEndOfStreamClosesTheWholeConnection() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        #expect(machine.ended(id, .toClient) == [.shutdownWrite(id, .toClient)])
+        #expect(machine.ended(id) == [.finish(id)])
+        #expect(!machine.carries(id))
+    }
+
+    /// Under a delay the end goes on at once, behind the chunks the writer holds; healing brings them forward,
+    /// with the end after them.
+    @Test func anEndOfStreamUnderADelayGoesBehindTheDelayedChunks() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.delay(.seconds(600)), at: at(0))
+        #expect(
+            machine.received(id, .toClient, [7], at: at(1)) == [
+                .forward(id, .toClient, [7], notBefore: at(1) + .seconds(600))
+            ])
+        #expect(machine.ended(id, .toClient) == [.shutdownWrite(id, .toClient)])
+        #expect(machine.set(.none, at: at(2)) == [.hurry(id, .toClient, notAfter: at(2))])
+        #expect(machine.received(id, .toUpstream, [8], at: at(3)) == [.forward(id, .toUpstream, [8], notBefore: at(3))])
+    }
+
+    /// Under a partition the end waits behind what it holds in its direction, while the other direction flows; the
+    /// lift sends the held bytes, then the end, and the connection finishes if the other direction ended too.
+    @Test func anEndOfStreamUnderAPartitionWaitsBehindWhatItHoldsInItsDirection() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.partition, only: .toUpstream, at: at(0))
+        #expect(machine.received(id, .toUpstream, [1], at: at(1)) == [])
+        #expect(machine.ended(id, .toUpstream) == [])
+        #expect(machine.received(id, .toClient, [2], at: at(2)) == [.forward(id, .toClient, [2], notBefore: at(2))])
+        #expect(machine.ended(id, .toClient) == [.shutdownWrite(id, .toClient)])
+        #expect(machine.carries(id))
+        #expect(
+            machine.set(.delay(.milliseconds(10)), only: .toUpstream, at: at(10)) == [
+                .forward(id, .toUpstream, [1], notBefore: at(20)), .shutdownWrite(id, .toUpstream), .finish(id),
+            ])
+        #expect(!machine.carries(id))
+        // The end waits behind the delayed bytes, which healing still brings forward.
+        #expect(machine.set(.none, at: at(11)) == [.hurry(id, .toUpstream, notAfter: at(11))])
+    }
+
+    /// With nothing held in its direction, an end goes on at once under a partition too.
+    @Test func anEndOfStreamUnderAPartitionWithNothingHeldGoesOnAtOnce() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.partition, at: at(0))
+        #expect(machine.received(id, .toClient, [2], at: at(1)) == [])
+        #expect(machine.ended(id, .toUpstream) == [.shutdownWrite(id, .toUpstream)])
+        #expect(machine.set(.none, at: at(2)) == [.forward(id, .toClient, [2], notBefore: at(2))])
+        #expect(machine.carries(id))
+    }
+
     @Test func aDelayHoldsEachChunkBackAndAShorterOneCannotReorder() {
         var machine = Machine()
         let (id, _) = machine.accepted()

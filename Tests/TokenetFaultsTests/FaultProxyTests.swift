@@ -14,9 +14,12 @@ import TokenetTransport
         let serving: Task<Void, Never>
         let proxying: Task<Void, Never>
 
-        init(_ handle: @escaping @Sendable (PlainConnection) async -> Void) async throws {
+        init(
+            serverOptions: PlainConnection.Options = .init(),
+            _ handle: @escaping @Sendable (PlainConnection) async -> Void
+        ) async throws {
             loop = try EventLoop(name: "test-fault-proxy")
-            server = try await PlainListener.bind(on: loop)
+            server = try await PlainListener.bind(on: loop, options: serverOptions)
             proxy = try await FaultProxy.bind(upstreamHost: "127.0.0.1", upstreamPort: server.port, on: loop)
             let server = server
             serving = Task {
@@ -65,6 +68,42 @@ import TokenetTransport
             return first ?? second ?? []
         }
     }
+
+    /// Reads until the stream ends or `limit` passes; returns what came and whether the end did.
+    static func readToEnd(from connection: PlainConnection, within limit: Duration) async -> ([UInt8], ended: Bool) {
+        await withTaskGroup(of: ([UInt8], ended: Bool)?.self) { group in
+            group.addTask {
+                var received: [UInt8] = []
+                while true {
+                    do {
+                        guard let bytes = try await connection.read() else { return (received, true) }
+                        received += bytes
+                    } catch {
+                        return (received, false)
+                    }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            let second = await group.next() ?? nil
+            return first ?? second ?? ([], false)
+        }
+    }
+
+    /// Echoes what comes until the end of the stream, then ends its own: a server that answers a client's
+    /// half-close, as a TCP echo server does.
+    static func echoUntilTheEnd(_ connection: PlainConnection) async {
+        while let bytes = try? await connection.read() {
+            do { try await connection.write(bytes) } catch { break }
+        }
+        await connection.close()
+    }
+
+    static let halfClosing = PlainConnection.Options(halfClose: true)
 
     static func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed) }
@@ -296,6 +335,8 @@ import TokenetTransport
         }
         rig.proxy.set(.delay(.seconds(600)), only: .toClient)
         let client = try await rig.connect()
+        // The server's end ends one direction only: the client ends the other.
+        await client.shutdownWrite()
         // Once the server has closed and the proxy carries no connection any more, only the delayed byte and the
         // close are left, waiting in the writer.
         try await Self.waitForTheEnd(of: rig, serverClosed: serverClosed)
@@ -317,11 +358,15 @@ import TokenetTransport
         }
         rig.proxy.set(.delay(.seconds(600)), only: .toClient)
         let client = try await rig.connect()
+        await client.shutdownWrite()
         try await Self.waitForTheEnd(of: rig, serverClosed: serverClosed)
-        #expect(await Self.read(1, from: client, within: .milliseconds(300)) == [])
+        let early = await Self.readToEnd(from: client, within: .milliseconds(300))
+        #expect(early.0 == [] && !early.ended)
         rig.proxy.set(.none)
         // Up to the end of the stream, which comes after the bytes.
-        #expect(await Self.read(4, from: client, within: .seconds(60)) == [7, 8, 9])
+        let delivered = await Self.readToEnd(from: client, within: .seconds(60))
+        #expect(delivered.0 == [7, 8, 9])
+        #expect(delivered.ended)
         await rig.stop()
     }
 
@@ -335,6 +380,68 @@ import TokenetTransport
         rig.proxy.set(.delay(.milliseconds(100)))
         let client = try await rig.connect()
         #expect(await Self.read(payload.count + 1, from: client, within: .seconds(120)) == payload)
+        await rig.stop()
+    }
+
+    /// A client that shuts down its writes still hears the answer: the proxy passes its end of stream on to the
+    /// server after the bytes before it, and the answer, then the server's end, come back.
+    @Test func aHalfCloseIsCarriedOnAndTheAnswerStillComesBack() async throws {
+        let rig = try await Rig(serverOptions: Self.halfClosing, Self.echoUntilTheEnd)
+        let client = try await PlainConnection.connect(
+            host: "127.0.0.1", port: rig.proxy.port, on: rig.loop, options: Self.halfClosing)
+        try await client.write(Array("hello".utf8))
+        await client.shutdownWrite()
+        let (echoed, ended) = await Self.readToEnd(from: client, within: .seconds(60))
+        #expect(echoed == Array("hello".utf8))
+        #expect(ended, "the server's end of stream never came")
+        // Both directions ended: the connection is done.
+        let started = ContinuousClock.now
+        while rig.proxy.connectionCount != 0, ContinuousClock.now - started < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(rig.proxy.connectionCount == 0)
+        await client.close()
+        await rig.stop()
+    }
+
+    /// Megabytes sent before a half-close all come back, under a delay too: the end goes on after the last chunk.
+    @Test func everyByteSentBeforeAHalfCloseComesBackUnderADelay() async throws {
+        let rig = try await Rig(serverOptions: Self.halfClosing, Self.echoUntilTheEnd)
+        rig.proxy.set(.delay(.milliseconds(20)))
+        let client = try await PlainConnection.connect(
+            host: "127.0.0.1", port: rig.proxy.port, on: rig.loop, options: Self.halfClosing)
+        let sent = Self.pattern(3 << 20, seed: 5)
+        async let echoed = Self.readToEnd(from: client, within: .seconds(120))
+        for start in stride(from: 0, to: sent.count, by: 64 << 10) {
+            try await client.write(Array(sent[start..<min(start + (64 << 10), sent.count)]))
+        }
+        await client.shutdownWrite()
+        let (received, ended) = await echoed
+        #expect(received.count == sent.count, "\(received.count) of \(sent.count) bytes came back")
+        #expect(received == sent)
+        #expect(ended, "the server's end of stream never came")
+        await client.close()
+        await rig.stop()
+    }
+
+    /// Under a partition to the server, a client's end waits behind the bytes it holds: the server sees neither
+    /// until the partition is lifted, then the bytes and the end, and its answer comes back.
+    @Test func aHalfCloseUnderAPartitionWaitsBehindWhatItHolds() async throws {
+        let rig = try await Rig(serverOptions: Self.halfClosing, Self.echoUntilTheEnd)
+        let client = try await PlainConnection.connect(
+            host: "127.0.0.1", port: rig.proxy.port, on: rig.loop, options: Self.halfClosing)
+        try await client.write([1])
+        #expect(await Self.read(1, from: client, within: .seconds(120)) == [1])
+        rig.proxy.set(.partition, only: .toUpstream)
+        try await client.write(Self.pattern(5000, seed: 4))
+        await client.shutdownWrite()
+        let (early, endedEarly) = await Self.readToEnd(from: client, within: .milliseconds(400))
+        #expect(early == [] && !endedEarly)
+        rig.proxy.set(.none)
+        let (echoed, ended) = await Self.readToEnd(from: client, within: .seconds(60))
+        #expect(echoed == Self.pattern(5000, seed: 4))
+        #expect(ended, "the server's end of stream never came")
+        await client.close()
         await rig.stop()
     }
 
