@@ -313,6 +313,15 @@ import TokenetTransport
         await rig.stop()
     }
 
+    /// Waits, for up to two minutes, until the server has closed its side: a client's end of stream, which the proxy
+    /// passes on, would otherwise close the server's connection (it takes no half-close) before its last writes.
+    static func waitUntilClosed(_ serverClosed: borrowing Atomic<Bool>) async throws {
+        let started = ContinuousClock.now
+        while !serverClosed.load(ordering: .acquiring), ContinuousClock.now - started < .seconds(120) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// Waits, for up to two minutes, until the server has closed its side and the proxy carries no connection any
     /// more: what a delay held is then left only in the writer.
     static func waitForTheEnd(of rig: Rig, serverClosed: borrowing Atomic<Bool>) async throws {
@@ -335,7 +344,8 @@ import TokenetTransport
         }
         rig.proxy.set(.delay(.seconds(600)), only: .toClient)
         let client = try await rig.connect()
-        // The server's end ends one direction only: the client ends the other.
+        // The server's end ends one direction only: the client ends the other, once the server is done.
+        try await Self.waitUntilClosed(serverClosed)
         await client.shutdownWrite()
         // Once the server has closed and the proxy carries no connection any more, only the delayed byte and the
         // close are left, waiting in the writer.
@@ -358,6 +368,7 @@ import TokenetTransport
         }
         rig.proxy.set(.delay(.seconds(600)), only: .toClient)
         let client = try await rig.connect()
+        try await Self.waitUntilClosed(serverClosed)
         await client.shutdownWrite()
         try await Self.waitForTheEnd(of: rig, serverClosed: serverClosed)
         let early = await Self.readToEnd(from: client, within: .milliseconds(300))
