@@ -136,7 +136,9 @@ struct ConnectionStateMachine {
         default:
             break
         }
-        return updateInterest(actions + shutdownWriteIfSent())
+        // Only while a shutdown waits: this runs on every write, where a concatenation would copy `actions`.
+        if writeShutdown == .pending { actions += shutdownWriteIfSent() }
+        return updateInterest(actions)
     }
 
     /// The peer's close_notify arrived: finish the reader once the queue is drained, answer with our own.
