@@ -52,37 +52,33 @@ import TokenetTransport
 
     /// Reads until `count` bytes came, the stream ended, or `limit` passed; returns what came.
     static func read(_ count: Int, from connection: PlainConnection, within limit: Duration) async -> [UInt8] {
-        await withTaskGroup(of: [UInt8]?.self) { group in
-            group.addTask {
-                var received: [UInt8] = []
-                while received.count < count, let bytes = try? await connection.read() { received += bytes }
-                return received
-            }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            let second = await group.next() ?? nil
-            return first ?? second ?? []
-        }
+        await within(limit) {
+            var received: [UInt8] = []
+            while received.count < count, let bytes = try? await connection.read() { received += bytes }
+            return received
+        } ?? []
     }
 
     /// Reads until the stream ends or `limit` passes; returns what came and whether the end did.
     static func readToEnd(from connection: PlainConnection, within limit: Duration) async -> ([UInt8], ended: Bool) {
-        await withTaskGroup(of: ([UInt8], ended: Bool)?.self) { group in
-            group.addTask {
-                var received: [UInt8] = []
-                while true {
-                    do {
-                        guard let bytes = try await connection.read() else { return (received, true) }
-                        received += bytes
-                    } catch {
-                        return (received, false)
-                    }
+        await within(limit) {
+            var received: [UInt8] = []
+            while true {
+                do {
+                    guard let bytes = try await connection.read() else { return (received, true) }
+                    received += bytes
+                } catch {
+                    return (received, false)
                 }
             }
+        } ?? ([], false)
+    }
+
+    /// What `body` returns, cut short once `limit` passes: it is then cancelled, and what it returns on being
+    /// cancelled (what it read so far) is the answer; nil only when it returns nothing either way.
+    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await body() }
             group.addTask {
                 try? await Task.sleep(for: limit)
                 return nil
@@ -90,7 +86,7 @@ import TokenetTransport
             let first = await group.next() ?? nil
             group.cancelAll()
             let second = await group.next() ?? nil
-            return first ?? second ?? ([], false)
+            return first ?? second
         }
     }
 

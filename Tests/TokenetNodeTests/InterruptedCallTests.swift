@@ -15,20 +15,8 @@ import TokenetTransport
         let data = try TemporaryDirectory()
         let node = try LaunchedProcess.tspNode(in: data, ["--log-level", "debug"])
         defer { node.process.send(SIGKILL) }
-        let address = try await Self.address(of: node, in: data)
-        let watch = try LaunchedProcess(
-            "tokenet",
-            [
-                "call", address, "tokenet.health.v1.Health/Watch", "-d", "{}", "--cacert", pki.path("ca.pem"),
-                "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
-            ])
+        let watch = try await watching(try await Self.address(of: node, in: data), ["-d", "{}"])
         defer { watch.process.send(SIGKILL) }
-        _ = try await offThePool {
-            try PythonClientInteropTests.waitFor(watch.process, "the watch's first message") {
-                let printed = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
-                return printed.contains("SERVING") ? printed : nil
-            }
-        }
 
         watch.process.send(signal)
         let interrupted = try await watch.waitForExit(limit: 30)
@@ -51,26 +39,35 @@ import TokenetTransport
         let data = try TemporaryDirectory()
         let node = try LaunchedProcess.tspNode(in: data)
         defer { node.process.send(SIGKILL) }
-        let address = try await Self.address(of: node, in: data)
-        let watch = try LaunchedProcess(
-            "tokenet",
-            [
-                "call", address, "tokenet.health.v1.Health/Watch", "-v", "--cacert", pki.path("ca.pem"),
-                "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
-            ])
+        let watch = try await watching(try await Self.address(of: node, in: data), ["-v"])
         defer { watch.process.send(SIGKILL) }
-        _ = try await offThePool {
-            try PythonClientInteropTests.waitFor(watch.process, "the watch's first message") {
-                let printed = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
-                return printed.contains("SERVING") ? printed : nil
-            }
-        }
         watch.process.send(SIGINT)
         let interrupted = try await watch.waitForExit(limit: 30)
         #expect(interrupted.reason == .uncaughtSignal && interrupted.status == SIGINT, "\(interrupted)")
         #expect(interrupted.stderr.contains("received 1 response in "), "\(interrupted.stderr)")
         #expect(interrupted.stderr.hasSuffix(": CANCELLED\n"), "\(interrupted.stderr)")
         #expect(!interrupted.stderr.contains("nobody reads"), "\(interrupted.stderr)")
+    }
+
+    /// `tokenet call ADDR …Health/Watch FLAGS` as the operator, once it has printed the watch's first message.
+    func watching(_ address: String, _ flags: [String]) async throws -> LaunchedProcess {
+        let watch = try LaunchedProcess(
+            "tokenet",
+            ["call", address, "tokenet.health.v1.Health/Watch"] + flags + [
+                "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ])
+        do {
+            _ = try await offThePool {
+                try PythonClientInteropTests.waitFor(watch.process, "the watch's first message") {
+                    let printed = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
+                    return printed.contains("SERVING") ? printed : nil
+                }
+            }
+        } catch {
+            watch.process.send(SIGKILL)
+            throw error
+        }
+        return watch
     }
 
     /// A client that leaves during its TLS handshake (a command interrupted while connecting) refused nothing: the
