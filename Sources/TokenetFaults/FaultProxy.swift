@@ -52,8 +52,8 @@ public final class FaultProxy: Sendable {
     struct State {
         var machine: FaultProxyStateMachine
         var links: [UInt64: Link] = [:]
-        /// Connections that ended (both directions, or an error), whose writers still deliver what they hold (a delay may keep them for
-        /// minutes): a reset or the proxy's end must still be able to cut them.
+        /// Connections that ended (both directions, or an error), whose writers still deliver what they hold (a delay
+        /// may keep them for minutes): a reset or the proxy's end must still be able to cut them.
         var draining: [UInt64: Link] = [:]
         /// Readers paused by a partition, woken when the fault changes.
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]

@@ -54,10 +54,11 @@ public struct FaultProxyStateMachine: Sendable {
     public private(set) var refusing = false
     private var nextID: UInt64 = 1
     private var connections: [UInt64: Connection] = [:]
-    /// Connections both sides or an error have ended (`finish`ed, no longer carried) whose last chunks may still wait for a delay:
-    /// when each direction's last chunk may go. Kept until their writers are done (`drained`) or the chunks' time
-    /// has passed, so that lifting or shortening the delay brings those chunks forward as well; without them a
-    /// mistyped `delay 10m` held the last answer of a server that had closed, and the close, until a reset.
+    /// Connections both sides or an error have ended (`finish`ed, no longer carried) whose last chunks may still
+    /// wait for a delay: when each direction's last chunk may go. Kept until their writers are done (`drained`) or
+    /// the chunks' time has passed, so that lifting or shortening the delay brings those chunks forward as well;
+    /// without them a mistyped `delay 10m` held the last answer of a server that had closed, and the close, until a
+    /// reset.
     private var finishing: [UInt64: [Direction: Instant]] = [:]
 
     private struct Connection {

@@ -179,7 +179,8 @@ final class ConnectionDriver: EventLoopHandler {
     /// Ends this side's stream once what is written is sent, and resumes `continuation` then (or once the
     /// connection is closed): see `ConnectionStateMachine.shutdownWriteRequested`.
     func shutdownWrite(_ continuation: CheckedContinuation<Void, Never>) {
-        guard machine.phase == .open else {
+        // Nothing to wait for once the end is sent: a second call waited until the connection was torn down.
+        guard machine.phase == .open, !machine.writeShutdownSent else {
             continuation.resume()
             return
         }
@@ -291,6 +292,8 @@ final class ConnectionDriver: EventLoopHandler {
             for waiter in waiters { waiter.resume() }
         case .fail(let error):
             teardown(error)
+        case .refuseNewestWriter(let error):
+            writers.popLast()?.completion(.failure(error))
         }
     }
 
@@ -520,10 +523,13 @@ final class ConnectionDriver: EventLoopHandler {
         let failedWriters = writers
         writers.removeAll()
         for writer in failedWriters { writer.completion(.failure(failure)) }
-        let waiters = closeWaiters + shutdownWaiters
+        // Each list on its own: joined, every close with a waiter copied them into a new array.
+        let waiters = closeWaiters
         closeWaiters.removeAll()
-        shutdownWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
+        let shutdownWaiting = shutdownWaiters
+        shutdownWaiters.removeAll()
+        for waiter in shutdownWaiting { waiter.resume() }
     }
 
     private func cancelTimer() {

@@ -47,6 +47,8 @@ struct ConnectionStateMachine {
         case shutdownSocketWrite
         /// Fail everything still waiting with the error, send what can be sent without blocking, close the socket.
         case fail(TransportError)
+        /// Fail the write just queued with the error, and none before it (a write after this side's end of stream).
+        case refuseNewestWriter(TransportError)
     }
 
     private(set) var phase: Phase
@@ -98,6 +100,10 @@ struct ConnectionStateMachine {
     mutating func ciphertextArrived(endOfFile: Bool = false) -> [Action] {
         switch phase {
         case .handshaking: return [.driveHandshake]
+        // A half-closed connection reads its peer's end once, then stops reading: another end of file comes only
+        // from a wake-up for an error or a hang-up (the peer reset it after closing), which epoll reports on every
+        // pass whatever the interest. Taken as the first was, it changed nothing and the loop spun.
+        case .open where endOfFile && peerFinished: return failed(Self.closedByPeer)
         case .open: return [.decrypt]
         case .closing: return endOfFile ? close() : []
         case .connecting, .closed: return []
@@ -141,7 +147,8 @@ struct ConnectionStateMachine {
         return updateInterest(actions)
     }
 
-    /// The peer's close_notify arrived: finish the reader once the queue is drained, answer with our own.
+    /// The peer's close_notify (or end of stream) arrived: finish the reader once the queue is drained, and answer
+    /// with our own; with `halfClose`, writes go on instead until this side ends its stream too.
     mutating func peerClosed() -> [Action] {
         guard !peerFinished else { return [] }
         peerFinished = true
@@ -194,10 +201,15 @@ struct ConnectionStateMachine {
         return []
     }
 
+    /// Whether this side's end of stream is sent: a second `shutdownWrite` has nothing to wait for.
+    var writeShutdownSent: Bool { writeShutdown == .done }
+
     mutating func writeRequested() -> [Action] {
         switch phase {
         case .open where writeShutdown != .none:
-            return [.failWriters(Self.closedLocally)]
+            // Only this write: the ones queued before still go out, ahead of the end (failing them all cut a
+            // message short before a clean end of stream).
+            return [.refuseNewestWriter(Self.closedLocally)]
         case .open:
             writersWaiting = true
             return outboundBuffered < limits.outboundHighWater ? [.admitWrites] : []

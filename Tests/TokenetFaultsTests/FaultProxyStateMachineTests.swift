@@ -48,9 +48,9 @@ import Testing
         #expect(!machine.carries(id))
     }
 
-    /// Under a delay the end goes on at once, behind the chunks the writer holds; healing brings them forward,
-    /// with the end after them.
-    @Test func anEndOfStreamUnderADelayGoesBehindTheDelayedChunks() {
+    /// Under a delay the machine passes the end on at once (the proxy queues it behind the chunks its writer holds,
+    /// which `FaultProxyTests` checks); healing still brings those chunks forward, and the other direction flows.
+    @Test func anEndOfStreamUnderADelayIsPassedOnAndHealingStillHurriesTheChunks() {
         var machine = Machine()
         let (id, _) = machine.accepted()
         _ = machine.set(.delay(.seconds(600)), at: at(0))

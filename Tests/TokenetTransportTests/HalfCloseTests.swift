@@ -25,8 +25,20 @@ import Testing
         #expect(machine.writeRequested() == [.admitWrites])
         #expect(machine.outboundChanged(buffered: 10, writersWaiting: false) == [.setInterest(.writeOnly)])
         #expect(machine.shutdownWriteRequested() == [])
-        #expect(machine.writeRequested() == [.failWriters(Machine.closedLocally)])
+        // A write after this side's end is refused alone: the ones queued before it still go out.
+        #expect(machine.writeRequested() == [.refuseNewestWriter(Machine.closedLocally)])
         #expect(machine.outboundChanged(buffered: 0, writersWaiting: false) == [.shutdownSocketWrite, .closeSocket])
+        #expect(machine.phase == .closed)
+    }
+
+    /// Another end of file after the peer's comes from a wake-up for an error or a hang-up (the peer reset the
+    /// connection after closing it), which epoll reports on every pass: the connection fails. Taken as the first
+    /// was, it changed nothing, and the event loop spun.
+    @Test func anEndOfFileAfterThePeersEndFailsTheConnection() {
+        var machine = openMachine()
+        #expect(machine.ciphertextArrived(endOfFile: true) == [.decrypt])
+        #expect(machine.peerClosed() == [.setInterest(.none)])
+        #expect(machine.ciphertextArrived(endOfFile: true) == [.fail(Machine.closedByPeer)])
         #expect(machine.phase == .closed)
     }
 
