@@ -65,6 +65,10 @@ import Testing
         let server = try #require(await accepted)
         try await client.write(Array("question".utf8))
         await client.shutdownWrite()
+        // A second end has nothing to wait for: it waited until the connection was torn down.
+        await client.shutdownWrite()
+        // A write after the end is refused.
+        await #expect(throws: TransportError.self) { try await client.write(Array("late".utf8)) }
         var asked: [UInt8] = []
         while let bytes = try await server.read() { asked += bytes }
         #expect(asked == Array("question".utf8))
