@@ -176,7 +176,8 @@ extension IssuerCardCareService {
                     .failedPrecondition,
                     "the TSP holds the renewed card for some of card \(card.id)'s tokens only, or cannot tell; "
                         + "abandoning the renewal to the number ending \(renewal.pan.last4), \(renewal.expiry) could "
-                        + "leave the two sides differing: repeat it to complete it (or force_complete it)")
+                        + "leave the two sides differing: repeat it to complete it (or force it complete: "
+                        + "tokenet issuer renew-card --force-complete, force_complete in RenewCard)")
             case .ignore:
                 throw RPCError(.internal, "the renewal of card \(card.id) could not be settled")
             }

@@ -65,7 +65,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                             "token \"\(token.digitalCardID)\" is \(token.scheme); the renewed card is \(pan.scheme)")
                     }
                 })
-            let (renewed, results) = journaled.value
+            let (renewed, results, _) = journaled.value
             log.info(
                 "card renewed",
                 ["tokens": "\(renewed.count)", "refused": "\(results.count - renewed.count)", "last4": pan.last4])

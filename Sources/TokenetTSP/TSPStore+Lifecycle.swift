@@ -348,21 +348,24 @@ extension TSPStore {
         _ digitalCardIds: [String], pan: PAN, expiry: CardExpiry?, actor: String, traceID: String, nowMs: UInt64,
         announce: ([TokenRecord]) throws -> [Announcement] = { _ in [] },
         authorize: (TokenRecord) throws -> Void, check: (TokenRecord) throws -> Void
-    ) throws -> Journaled<(renewed: [TokenRecord], results: [TspV1.TokenStateResult])> {
+    ) throws -> Journaled<(renewed: [TokenRecord], results: [TspV1.TokenStateResult], held: Set<String>)> {
         try journaling(
             { tx in
                 var renewed: [TokenRecord] = []
+                // Renewed tokens that held the card already: answered as renewed, and announced no more.
+                var held: Set<String> = []
                 var results: [TspV1.TokenStateResult] = []
                 for id in digitalCardIds {
                     guard
-                        var token = try tx.queryOne(
-                            "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [id]
-                        ).map(Self.token(from:))
+                        let row = try tx.queryOne(
+                            "SELECT \(Self.tokenColumns), funding_pan, funding_expiry FROM tokens WHERE digital_card_id = ?",
+                            [id])
                     else {
                         results.append(
                             Self.refusal(of: id, TSPError.unknownToken(id)))
                         continue
                     }
+                    var token = try Self.token(from: row)
                     do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {
                         results.append(Self.refusal(of: id, error))
                         continue
@@ -375,6 +378,18 @@ extension TSPStore {
                         continue
                     }
                     try check(token)
+                    // A token that holds this card already (a repeat of a renewal whose answer was lost after some of
+                    // its calls were applied) is answered as renewed, with no second history row or CARD_RENEWAL:
+                    // each party would otherwise hear of the one renewal twice.
+                    let expiryHeld = try row.get(Self.tokenColumnCount + 1, as: String?.self)
+                    if expiryHeld == expiry?.description,
+                        try vault.openPAN(try row.blob(Self.tokenColumnCount), recordID: id) == pan
+                    {
+                        renewed.append(token)
+                        held.insert(id)
+                        results.append(.init(digitalCardID: id, tokenState: token.state.wire))
+                        continue
+                    }
                     // Renewing it to a card already live beside it would give that card two live tokens there.
                     if let conflict = try renewalConflict(tx, renewing: token, to: pan) {
                         results.append(Self.refusal(of: id, conflict, state: token.state.wire))
@@ -393,8 +408,9 @@ extension TSPStore {
                     renewed.append(token)
                     results.append(.init(digitalCardID: id, tokenState: token.state.wire))
                 }
-                return (renewed, results)
-            }, announce: { try announce($0.renewed) })
+                return (renewed, results, held)
+            },
+            announce: { renewal in try announce(renewal.renewed.filter { !renewal.held.contains($0.digitalCardID) }) })
     }
 
     /// The result of a token refused alone with `error`, in `state` (UNSPECIFIED when not told).

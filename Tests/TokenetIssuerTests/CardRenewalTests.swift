@@ -488,7 +488,9 @@ extension CardCareTests {
             _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
         }
         #expect(abandon?.code == .failedPrecondition)
-        #expect(abandon?.message.contains("or force_complete it") == true, "\(String(describing: abandon))")
+        #expect(
+            abandon?.message.contains("or force it complete: tokenet issuer renew-card --force-complete") == true,
+            "\(String(describing: abandon))")
 
         tsp.state.withLock { $0.fundingFailure = RPCError(.unavailable, "the TSP is out of reach") }
         let unasked = await Support.rpcError {

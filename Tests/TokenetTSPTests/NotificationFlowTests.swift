@@ -362,6 +362,25 @@ import TokenetWire
         }
     }
 
+    /// A repeat of a renewal whose calls were applied in part (their answers lost) renews the tokens still on the old
+    /// card; those holding the new one already are answered as renewed, with no second history row or CARD_RENEWAL:
+    /// the wallet and the issuer app heard of the one renewal twice.
+    @Test func aRepeatedRenewalAnnouncesOnlyTheTokensItChanges() async throws {
+        let tsp = try TSPHarness.make()
+        let ids = try await tsp.activeTokens(2)
+        let renewed = try TSPHarness.encrypted(TSPHarness.card("4111111111111129", month: "08", year: "2031"))
+        let updates = Self.updates(tsp, as: LifecycleTests.issuer1)
+        _ = try await updates.renewCard(.init(digitalCardIds: [ids[0]], cardData: renewed))
+        let repeated = try await updates.renewCard(.init(digitalCardIds: ids, cardData: renewed))
+        #expect(repeated.renewedDigitalCardIds == ids)
+        #expect(repeated.results.map(\.statusCode) == [0, 0])
+        #expect(tsp.published.of("CARD_RENEWAL").count == 2)
+        for id in ids {
+            let rows = try await tsp.control.tokenHistory(.init(digitalCardID: id)).events
+            #expect(rows.filter { $0.reason.hasPrefix("card renewed") }.count == 1, "\(id): \(rows)")
+        }
+    }
+
     /// A renewal answers each token on its own: a token that cannot take the renewed card (deleted, unknown to the
     /// TSP) is refused in its result, for a reason renewing again does not remove, and the others are renewed, so one
     /// such token no longer refuses (and strands) the whole batch.
