@@ -295,7 +295,8 @@ public final class FaultProxy: Sendable {
             }
             cut(state.withLock { Self.apply($0.machine.received(id, direction, bytes, at: .now), to: &$0) })
         }
-        cut(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
+        // A read error (a reset by the sender) or a cancellation: the other side is reset too.
+        cut(state.withLock { Self.apply($0.machine.failed(id), to: &$0) })
         return .reader
     }
 
@@ -312,7 +313,8 @@ public final class FaultProxy: Sendable {
             do {
                 try await destination.write(chunk.bytes)
             } catch {
-                cut(state.withLock { Self.apply($0.machine.ended(way.id), to: &$0) })
+                // The destination is gone (reset): the sender is reset too, rather than told a clean end.
+                cut(state.withLock { Self.apply($0.machine.failed(way.id), to: &$0) })
                 break
             }
             // Room for as many bytes more: a reader paused at the limit looks again.
@@ -347,6 +349,10 @@ public final class FaultProxy: Sendable {
                     if !sleeping {
                         timer.cancel()
                         continuation.resume()
+                    } else if ContinuousClock.now >= due {
+                        // The timer may have fired before the sleeper was registered (a due time a moment away), and
+                        // found nobody to wake: the writer then slept for good, and its stream stalled.
+                        state.withLock { $0.sleepers.removeValue(forKey: way) }?.continuation.resume()
                     }
                 }
             } onCancel: {

@@ -193,6 +193,16 @@ public struct FaultProxyStateMachine: Sendable {
         return actions
     }
 
+    /// Connection `id` failed on one side (a read or a write error: the peer reset it, or vanished): it is cut with
+    /// a reset to both sides, as `reset` cuts every connection, so that the other side learns of the failure too. Its
+    /// end went on as a clean end of stream, and a client that had half-closed took a server's cut-off answer for a
+    /// whole one.
+    public mutating func failed(_ id: UInt64) -> [Action] {
+        finishing[id] = nil
+        guard connections.removeValue(forKey: id) != nil else { return [] }
+        return [.close(id)]
+    }
+
     /// Closes every connection now. The faults stay in force. The finishing ones are the proxy's to cut
     /// (`FaultProxy.reset`), and have nothing left to bring forward.
     public mutating func reset() -> [Action] {

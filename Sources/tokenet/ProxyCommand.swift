@@ -215,8 +215,8 @@ enum ProxyCommand {
         nothing answers at --to, each client's connection is closed and standard error says so, once until a
         connection to --to succeeds again. A side's end of stream is passed on as a half-close, after the bytes
         before it, while the other direction carries on: a client that shuts down its writes still gets the answer.
-        The connection ends once both sides have ended theirs (or one fails): a side that never ends its stream keeps it,
-        and its count in 'connections=', until 'reset'.
+        The connection ends once both sides have ended theirs: a side that never ends its stream keeps it, and its count
+        in 'connections=', until 'reset'. A side that resets its connection (or fails) has the other side reset too.
 
         Faults (from the next byte on; the first three take a direction, to-server or to-client, and apply to both
         without one):

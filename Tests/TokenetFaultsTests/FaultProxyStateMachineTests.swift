@@ -48,6 +48,19 @@ import Testing
         #expect(!machine.carries(id))
     }
 
+    /// A side that fails (a read or write error: the peer reset it) cuts the connection with a reset to both sides,
+    /// dropping what a partition holds, as a TCP reset does; a connection already gone answers nothing.
+    @Test func aFailedSideResetsTheWholeConnection() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.partition, at: at(0))
+        #expect(machine.received(id, .toClient, [1], at: at(1)) == [])
+        #expect(machine.failed(id) == [.close(id)])
+        #expect(!machine.carries(id))
+        #expect(machine.failed(id) == [])
+        #expect(machine.set(.none, at: at(2)) == [])
+    }
+
     /// Under a delay the machine passes the end on at once (the proxy queues it behind the chunks its writer holds,
     /// which `FaultProxyTests` checks); healing still brings those chunks forward, and the other direction flows.
     @Test func anEndOfStreamUnderADelayIsPassedOnAndHealingStillHurriesTheChunks() {

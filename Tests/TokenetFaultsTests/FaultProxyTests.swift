@@ -431,6 +431,48 @@ import TokenetTransport
         await rig.stop()
     }
 
+    /// A server's stream of many small writes under a delay of a millisecond comes through whole: a chunk due a
+    /// moment later could have its timer fire before its writer was registered as asleep, and the writer then slept
+    /// for good, stalling the stream (about one run in two of 20 MB).
+    @Test func aStreamOfSmallWritesUnderAShortDelayNeverStalls() async throws {
+        let size = 4 << 20
+        let rig = try await Rig { connection in
+            guard (try? await connection.read()) != nil else { return }
+            for _ in 0..<(size / 4096) {
+                do { try await connection.write([UInt8](repeating: 7, count: 4096)) } catch { return }
+            }
+            await connection.close()
+        }
+        rig.proxy.set(.delay(.milliseconds(1)))
+        for _ in 0..<3 {
+            let client = try await rig.connect()
+            try await client.write([1])
+            let (received, ended) = await Self.readToEnd(from: client, within: .seconds(120))
+            #expect(received.count == size && ended, "\(received.count) of \(size) bytes, ended: \(ended)")
+            await client.close()
+        }
+        await rig.stop()
+    }
+
+    /// A side that resets its connection is passed on as a reset, not as a clean end of stream: a client waiting
+    /// after its request took a server's cut-off answer for a whole one.
+    @Test func aResetByOneSideReachesTheOtherAsAReset() async throws {
+        let rig = try await Rig { connection in
+            guard (try? await connection.read()) != nil else { return }
+            try? await connection.write([UInt8](repeating: 9, count: 1000))
+            await connection.abort()
+        }
+        let client = try await rig.connect()
+        try await client.write([1])
+        var received = 0
+        let error = await #expect(throws: TransportError.self) {
+            while let bytes = try await client.read() { received += bytes.count }
+        }
+        #expect(error?.description.contains("reset by peer") == true, "\(String(describing: error)) after \(received)")
+        await client.close()
+        await rig.stop()
+    }
+
     /// Under a partition to the server, a client's end waits behind the bytes it holds: the server sees neither
     /// until the partition is lifted, then the bytes and the end, and its answer comes back.
     @Test func aHalfCloseUnderAPartitionWaitsBehindWhatItHolds() async throws {
