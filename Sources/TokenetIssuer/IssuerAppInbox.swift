@@ -270,6 +270,11 @@ public struct IssuerAppInbox: Sendable, Equatable {
         return pruned.map(\.request.authnRequestID)
     }
 
+    /// Forgets the card ids of tokens learned deleted other than by their CARD_STATE DEACTIVATED message.
+    public mutating func forgetCardIdentities(of digitalCardIDs: Set<String>) {
+        for id in digitalCardIDs { cardIdentities[id] = nil }
+    }
+
     public var response: IssuerV1.AppNotificationsResponse {
         IssuerV1.AppNotificationsResponse(
             notifications: notifications, authnRequests: authnRequests,

@@ -137,7 +137,20 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
 
     /// The page of the app's listing `request` asks for, as it stands now.
     func page(_ request: PageRequest) throws(IssuerError) -> IssuerV1.AppNotificationsResponse {
-        try snapshot.page(request, nowMs: nowMs)
+        try forgetCardIDsOfDeletedTokens()
+        return try snapshot.page(request, nowMs: nowMs)
+    }
+
+    /// Forgets the card ids of the tokens recorded deleted since the inbox learned them. A CARD_STATE DEACTIVATED
+    /// message forgets its token's as it is processed; a delete the issuer learned otherwise (its check with the TSP,
+    /// once the broker's retention dropped the message; the TSP's answer to a change) is recorded in the store only,
+    /// and the app listed that token's card id until the node restarted, and after.
+    func forgetCardIDsOfDeletedTokens() throws(IssuerError) {
+        guard let store else { return }
+        let held = inbox.withLock { Array($0.cardIdentities.keys) }
+        let deleted = try store.deletedTokens(among: held)
+        guard !deleted.isEmpty else { return }
+        inbox.withLock { $0.forgetCardIdentities(of: deleted) }
     }
 
     func answered(_ id: String, status: String) throws(IssuerError) {

@@ -175,11 +175,15 @@ extension IssuerStore {
         }
     }
 
-    /// The card id of each digital card, by digital card id.
+    /// The card id of each digital card, by digital card id; none of a token recorded deleted (a database from
+    /// before a delete learned other than by its message dropped the card id may still hold one).
     func appCardIdentities() throws(IssuerError) -> [IssuerV1.AppCardIdentity] {
         try storage("read the app's card ids") {
             try database.query(
-                "SELECT digital_card_id, card_id, pan_last4, expiry FROM app_card_ids ORDER BY digital_card_id"
+                """
+                SELECT digital_card_id, card_id, pan_last4, expiry FROM app_card_ids
+                WHERE digital_card_id NOT IN (SELECT digital_card_id FROM deleted_tokens) ORDER BY digital_card_id
+                """
             ).map {
                 IssuerV1.AppCardIdentity(
                     digitalCardID: try $0.text(0), cardID: try $0.text(1), panLast4: try $0.text(2),

@@ -264,13 +264,35 @@ extension IssuerStore {
     }
 
     /// Records one token as deleted at the TSP, in `tx`; a token recorded already keeps its first time. Returns
-    /// whether it was recorded now.
+    /// whether it was recorded now. The app's card id of the token goes with it, however the issuer learned of the
+    /// delete: its CARD_STATE DEACTIVATED message, the check with the TSP when the broker's retention dropped that
+    /// message, or the TSP's answer to a change naming the token.
     @discardableResult
     static func recordDeletedToken(_ id: String, atMs: UInt64, _ tx: Transaction) throws -> Bool {
-        try tx.execute(
+        _ = try tx.execute("DELETE FROM app_card_ids WHERE digital_card_id = ?", [id])
+        return try tx.execute(
             "INSERT OR IGNORE INTO deleted_tokens (digital_card_id, learned_at_ms) VALUES (?, ?)",
             [id, Int64(clamping: atMs)]
         ).changes > 0
+    }
+
+    /// Which of `ids` are recorded as deleted at the TSP.
+    func deletedTokens(among ids: [String]) throws(IssuerError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try storage("read the deleted tokens") {
+            var deleted: Set<String> = []
+            // In batches: SQLite bounds the parameters of one statement.
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let batch = Array(ids[start..<min(start + 500, ids.count)])
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                for row in try database.query(
+                    "SELECT digital_card_id FROM deleted_tokens WHERE digital_card_id IN (\(marks))", batch)
+                {
+                    deleted.insert(try row.text(0))
+                }
+            }
+            return deleted
+        }
     }
 
     /// The decisions of a token, newest last, and those of a card: `lastDecisionNotDeclined` looks up a token's

@@ -47,12 +47,13 @@ struct WalletTokenStateSync: Sendable {
     }
 
     /// Reads every page of the TSP's listing and applies each state the wallet does not hold yet; returns how many
-    /// of the wallet's cards were checked and how many changed.
+    /// of the wallet's cards were checked and how many changed (a card whose state and last four digits both
+    /// changed counts once).
     @discardableResult
     func check() async throws(WalletError) -> (checked: Int, changed: Int) {
         var pageToken = ""
         var checked = 0
-        var changed = 0
+        var changed: Set<String> = []
         /// Cards held in another state than the TSP listed, at the same version or a higher one: asked about again
         /// below.
         var ahead: [String] = []
@@ -64,7 +65,7 @@ struct WalletTokenStateSync: Sendable {
                     continue
                 }
                 checked += 1
-                if try renew(card, to: token.panLast4) { changed += 1 }
+                if try renew(card, to: token.panLast4) { changed.insert(token.digitalCardID) }
                 if token.tokenState != held.tokenState, token.stateVersion <= held.stateVersion,
                     held.tokenState != .deactivated
                 {
@@ -73,7 +74,7 @@ struct WalletTokenStateSync: Sendable {
                 guard token.tokenState != held.tokenState, token.stateVersion > held.stateVersion else { continue }
                 let stored = try updates.apply(token.tokenState, version: token.stateVersion, to: card)
                 guard stored.result?.tokenState == token.tokenState else { continue }
-                changed += 1
+                changed.insert(token.digitalCardID)
                 logger.info(
                     "token state brought in line with the TSP",
                     [
@@ -83,20 +84,20 @@ struct WalletTokenStateSync: Sendable {
             }
             pageToken = page.nextPageToken
         } while !pageToken.isEmpty
-        changed += try await takeTheTSPsState(of: ahead)
-        logger.info("token states checked with the TSP", ["cards": "\(checked)", "changed": "\(changed)"])
-        return (checked, changed)
+        changed.formUnion(try await takeTheTSPsState(of: ahead))
+        logger.info("token states checked with the TSP", ["cards": "\(checked)", "changed": "\(changed.count)"])
+        return (checked, changed.count)
     }
 
     /// The TSP gives every state its version, one state to each, so a card held in another state than the TSP's at
     /// the same version or a higher one holds a state the TSP never made: one an issuer app claimed (its answer to
     /// an in-app activation names the token's state), taken without a version of the TSP's. The wallet showed ACTIVE
     /// a token the TSP held INACTIVE, and no notification or check corrected it. Asked again, so that a change the listing missed (made while it was read) is not taken for one: a card
-    /// still ahead of the TSP takes the TSP's state and version. Returns how many cards changed.
-    private func takeTheTSPsState(of ids: [String]) async throws(WalletError) -> Int {
-        guard !ids.isEmpty else { return 0 }
+    /// still ahead of the TSP takes the TSP's state and version. Returns the cards that changed.
+    private func takeTheTSPsState(of ids: [String]) async throws(WalletError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
         let again = try await states(TspV1.GetTokenStatesRequest(digitalCardIds: ids))
-        var changed = 0
+        var changed: Set<String> = []
         for token in again.tokens {
             guard let card = try store.card(digitalCardID: token.digitalCardID), let held = card.result,
                 held.tokenState != .deactivated, token.tokenState != held.tokenState,
@@ -104,7 +105,7 @@ struct WalletTokenStateSync: Sendable {
             else { continue }
             let stored = try updates.apply(token.tokenState, version: token.stateVersion, to: card, overriding: true)
             guard stored.result?.tokenState == token.tokenState else { continue }
-            changed += 1
+            changed.insert(token.digitalCardID)
             logger.warning(
                 "card held a state the TSP never gave it; the TSP's state taken",
                 [

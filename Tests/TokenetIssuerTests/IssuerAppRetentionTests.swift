@@ -356,6 +356,29 @@ final class ManualClock: Sendable {
         #expect(try Self.handler(store, clock).snapshot.cardIdentities.mapValues(\.cardID) == expected)
     }
 
+    /// A delete the issuer learned without its CARD_STATE DEACTIVATED message (the check with the TSP, after the
+    /// broker's retention dropped the message) drops the token's card id too: from the running app's listing, and
+    /// from what a restart finds. A card id a database kept for a token recorded deleted before is not listed either.
+    @Test func aDeleteLearnedWithoutItsMessageDropsTheCardID() async throws {
+        let store = try Support.store()
+        let clock = ManualClock()
+        let handler = try Self.handler(store, clock)
+        for card in 1...3 {
+            try await handler.handle(
+                IssuerRetentionTests.renewal("DC-\(card)", to: "c-\(card)", messageID: "r-\(card)"))
+        }
+        #expect(try store.recordDeletedTokens(["DC-2"]) == ["DC-2"])
+        let listed = try handler.page(PageRequest(size: 0, token: "", call: "AppNotifications")).cardIds
+        #expect(listed.map(\.digitalCardID) == ["DC-1", "DC-3"])
+        #expect(try Self.count(store, "app_card_ids") == 2)
+        #expect(try Self.handler(store, clock).snapshot.cardIdentities.keys.sorted() == ["DC-1", "DC-3"])
+
+        // Kept by an earlier build, which recorded the delete and left the card id.
+        try store.database.execute(
+            "INSERT INTO app_card_ids (digital_card_id, card_id, pan_last4, expiry) VALUES ('DC-2', 'c-2', '0054', '')")
+        #expect(try Self.handler(store, clock).snapshot.cardIdentities.keys.sorted() == ["DC-1", "DC-3"])
+    }
+
     /// A database from before the requests and card ids were kept apart (schema 10) has them only in its messages
     /// and answers: the first start derives them once, answered requests taken to have ended then.
     @Test func anOlderDatabaseIsImportedOnce() async throws {

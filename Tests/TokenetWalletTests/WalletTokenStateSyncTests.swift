@@ -36,9 +36,13 @@ import TokenetWire
             $0.versions[Self.id] = 4
             $0.states["DNITHE000000000000000009"] = .active
             $0.states["DNITHE000000000000000010"] = .suspended
+            // A renewal's CARD_RENEWAL was dropped too: the card changes twice, and counts once.
+            $0.panLast4[Self.id] = "0017"
         }
         let outcome = try await Self.sync(wallet).check()
         #expect(outcome.checked == 1 && outcome.changed == 1)
+        #expect(wallet.logs.lines.contains { $0.contains("token states checked with the TSP cards=1 changed=1") })
+        #expect(try wallet.store.card(ref: "card-1").panLast4 == "0017")
         let stored = try wallet.store.card(ref: "card-1").result
         #expect(stored?.tokenState == .active && stored?.stateVersion == 4)
         let heard = await events.next()
