@@ -73,17 +73,28 @@ struct DigitizationOutcome: Sendable, Equatable {
     }
 
     /// The token was deleted (by `actor`, for `reason`) while its digitization waited for a decision: the TSP
-    /// declines it without asking the issuer.
-    static func deletedBeforeDecision(by actor: String, reason: String) -> DigitizationOutcome {
+    /// declines it, without asking the issuer, or, when the issuer's decision (`decided`) came after the delete, in
+    /// spite of it: a deleted token stays deleted.
+    static func deletedBeforeDecision(
+        by actor: String, reason: String, decided: CardV1.ProvisioningDecision? = nil
+    ) -> DigitizationOutcome {
         // Named by its party alone: the history names it with its id (`TokenActor`), and "deleted by the
         // issuer:bank-a" read as garbled.
         let party = actor.split(separator: ":", maxSplits: 1).first.map(String.init) ?? actor
         let why =
             "the token was deleted by the \(party == "tsp" || party == "operator" ? "TSP" : party)"
             + (reason.isEmpty ? "" : " (\(reason))") + " before its digitization was decided; add the card again"
+        let late = decided.map { decision in
+            switch decision {
+            case .approved: " (the decision that came after it: approved)"
+            case .declined: " (the decision that came after it: declined)"
+            case .requireAdditionalAuthentication: " (the decision that came after it: a step-up)"
+            default: ""
+            }
+        }
         return DigitizationOutcome(
-            decision: .declined, state: .deactivated, reason: "declined: \(why)", idvMethods: [], declineReason: why,
-            decidedBy: "tsp")
+            decision: .declined, state: .deactivated, reason: "declined: \(why)\(late ?? "")", idvMethods: [],
+            declineReason: why, decidedBy: "tsp")
     }
 
     /// Error codes with which an issuer refuses a question rather than failing to answer it.

@@ -174,11 +174,29 @@ extension TSPStore {
                     return (try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self)), [])
                 }
                 let pan = try pending.receipt.card.pan()
-                var token = pending.token
+                // The token as it stands now: it may have been deleted while the issuer decided (by the TSP, its
+                // issuer or its wallet). A decision that came after must not bring it back: the late approval made
+                // a deleted token ACTIVE again, at the TSP alone, and payments on it were approved.
+                guard
+                    var token = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?",
+                        [pending.token.digitalCardID]
+                    ).map(Self.token(from:))
+                else { throw TSPError(.internal, "a pending digitization lost its token") }
+                var outcome = outcome
+                if token.state == .deactivated, pending.token.state != .deactivated {
+                    let deletion = try tx.queryOne(
+                        """
+                        SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ?
+                        ORDER BY id DESC LIMIT 1
+                        """, [token.digitalCardID, TokenLifecycleStateMachine.State.deactivated.rawValue])
+                    outcome = .deletedBeforeDecision(
+                        by: try deletion?.text(0) ?? "tsp", reason: try deletion?.text(1) ?? "",
+                        decided: outcome.decision)
+                }
                 // Eligibility refuses a card already live in this wallet account on this device, but two cards added
                 // before either was digitized both passed it, and each became an ACTIVE token. Checked again here, in
                 // the transaction that makes the token live, so only one of them does.
-                var outcome = outcome
                 if outcome.state != .deactivated,
                     try !sameCardTokens(
                         tx, of: pan, walletNodeID: token.walletNodeID, walletAccountID: token.walletAccountID,

@@ -247,6 +247,19 @@ extension TSPStore {
         var lifecycle = TokenLifecycleStateMachine(state: try tokenState(tx, digitalCardID))
         switch lifecycle.activate() {
         case .transitioned(let from, let to):
+            // A token whose digitization waits for the issuer's decision is INACTIVE too, but has nothing to verify
+            // yet: activated by the call centre then, it took payments, and the issuer's decline that followed
+            // (or its approval of a deleted token) overwrote the change.
+            if try tx.queryOne(
+                "SELECT 1 FROM digitize_requests WHERE digital_card_id = ? AND status = 'pending'", [digitalCardID])
+                != nil
+            {
+                throw TSPError(
+                    .failedPrecondition,
+                    "token \"\(digitalCardID)\" is waiting for the issuer's decision on its digitization; it can be "
+                        + "activated once the issuer has asked for ID&V (the wallet's add-card or accept-terms "
+                        + "finishes the digitization)")
+            }
             // Every ID&V path (one-time code, call centre, issuer app) ends here: none may give the card a second
             // live token on the device.
             try requireNoLiveSibling(tx, of: digitalCardID)

@@ -14,6 +14,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         case stepUpAll
         /// Answers only after far longer than any test deadline.
         case slow
+        /// Answers with `decision` once `release()` is called: a decision that arrives after other changes.
+        indirect case held(Decision)
         case unavailable
         /// Answers with an error that refuses the question (the card data is not for this issuer).
         case refuse
@@ -35,7 +37,12 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         var authorizations = 0
         /// The account named in each decision; empty to name none.
         var accountID = "acct-1"
+        /// Whether a `.held` decision may be answered.
+        var released = false
     }
+
+    /// Lets a `.held` decision be answered.
+    func release() { state.withLock { $0.released = true } }
 
     static let key = try! RSAPrivateKey.generate()
     let state = Mutex(State())
@@ -101,6 +108,9 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         case .slow:
             try await Task.sleep(for: .seconds(60))
             return IssuerV1.AuthorizeDigitizationResponse(decision: .approved)
+        case .held(let decision):
+            while !state.withLock({ $0.released }) { try await Task.sleep(for: .milliseconds(5)) }
+            return try await answer(decision)
         case .unavailable:
             throw RPCError(.unavailable, "issuer host is down")
         case .refuse:
