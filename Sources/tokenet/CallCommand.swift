@@ -133,6 +133,12 @@ enum CallCommand {
         // Parsed as JSON it failed on "unexpected character '@' at byte 0", which said nothing of the file.
         if data.hasPrefix("@"), data != "@" {
             let file = data.dropFirst()
+            // curl's `@-` is standard input, which `@` alone is here; a name that is blank has no file to send.
+            if file == "-" || file.allSatisfy(\.isWhitespace) {
+                throw CLIError(
+                    .usage,
+                    "call: -d takes request JSON, or @ alone for standard input; write -d @ (not '\(maskPAN(data))')")
+            }
             throw CLIError(
                 .usage,
                 "call: -d takes request JSON, or @ alone for standard input, not a file name; to send \(file), "
@@ -183,7 +189,11 @@ enum CallCommand {
         for (index, text) in texts.enumerated() {
             let position = texts.count > 1 ? " \(index + 1)" : ""
             do {
-                requests.append(try target.request.init(jsonString: text).serializedData())
+                let request = try target.request.init(jsonString: text).serializedData()
+                try refuseOversized(request, position: position, from: source)
+                requests.append(request)
+            } catch let error as CLIError {
+                throw error
             } catch let error as WireError {
                 throw CLIError(
                     .usage,
@@ -193,6 +203,19 @@ enum CallCommand {
             }
         }
         return requests
+    }
+
+    /// Refuses an encoded request larger than a Tokenet node takes (the smaller of its frame size, less room for the
+    /// frame's fields, and its flow-control window): the runtime refused it only once connected, as the call's own
+    /// RESOURCE_EXHAUSTED (status 72), for what is the command line's mistake.
+    static func refuseOversized(_ request: Data, position: String, from source: String) throws(CLIError) {
+        let settings = ConnectionSettings.defaults
+        let limit = min(settings.maxFrameSize - 64, settings.initialStreamWindow)
+        guard request.count > limit else { return }
+        throw CLIError(
+            .usage,
+            "call: request\(position) (\(source)) encodes to \(request.count) bytes; a Tokenet node takes messages "
+                + "of at most \(limit) bytes")
     }
 
     /// Makes the call and prints each response as it arrives; with `-v`, what it sent and how it ended too.

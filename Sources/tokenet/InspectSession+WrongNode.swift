@@ -1,4 +1,5 @@
 import TokenetRPC
+import TokenetWire
 
 extension InspectSession {
     /// The node's refusal of a method it does not serve, when that is because ADDR is another kind of node than the
@@ -17,14 +18,39 @@ extension InspectSession {
     /// The same judgement for a method the node's reflection does not describe (`/pkg.Service/Method` or
     /// `pkg.Service/Method`), before anything is sent: a scenario's `watch` opens no call without a described type.
     func wrongNode(calling path: String) async -> RPCError? {
-        guard let service = path.split(separator: "/").first.map(String.init) else { return nil }
+        guard let service = path.split(separator: "/").first.map(String.init),
+            Self.isKnown(String(path.trimmingPrefix("/")))
+        else { return nil }
         return await wrongNode(for: service, code: .unimplemented, saying: "does not serve")
     }
 
     /// The same for a symbol `describe` was answered NOT_FOUND for (`tokenet.tsp.v1.DigitizeRequest` asked of a
     /// wallet-node): the node's "serves no service, method, message or enum named …" did not say which node does.
     func wrongNode(describing symbol: String) async -> RPCError? {
-        await wrongNode(for: String(symbol.trimmingPrefix("/")), code: .notFound, saying: "does not describe")
+        let symbol = String(symbol.trimmingPrefix("/"))
+        guard Self.isKnown(symbol) else { return nil }
+        return await wrongNode(for: symbol, code: .notFound, saying: "does not describe")
+    }
+
+    /// Whether this build's schema has `symbol` (a service, a method as Service/Method or Service.Method, a message,
+    /// an enum, or a package or the start of one): only then is another node named as the one that serves it. A
+    /// name no node has (`tokenet.tsp.v1.TokenState`, which is `tokenet.card.v1`'s) was sent to the node its
+    /// package named, which did not have it either.
+    static func isKnown(_ symbol: String) -> Bool {
+        if ProtoRegistry.service(named: symbol) != nil || ProtoRegistry.messageType(named: symbol) != nil
+            || ProtoRegistry.enumType(named: symbol) != nil
+        {
+            return true
+        }
+        if let cut = symbol.lastIndex(where: { $0 == "/" || $0 == "." }),
+            let service = ProtoRegistry.service(named: String(symbol[..<cut]))
+        {
+            return service.method(named: String(symbol[symbol.index(after: cut)...])) != nil
+        }
+        let package = symbol + "."
+        return ProtoRegistry.services.contains { $0.name.hasPrefix(package) }
+            || ProtoRegistry.messages.contains { $0.protoName.hasPrefix(package) }
+            || ProtoRegistry.enums.contains { $0.protoName.hasPrefix(package) }
     }
 
     private func wrongNode(for symbol: String, code: StatusCode, saying verb: String) async -> RPCError? {

@@ -44,6 +44,50 @@ import TokenetWire
             "\(result.stderr)")
     }
 
+    /// A trace id with a run of 13 or more digits is carried, but shows masked in the nodes' logs: said, so that
+    /// the person does not look for it there in vain.
+    @Test func aTraceIDTheLogsWouldMaskIsNamed() async throws {
+        let id = "f0000000000000000000000000000001"
+        let result = try await Self.received(["tokenet-trace-id: \(id)", "x-a: b"])
+        #expect(result.status == 64 + 9, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: call: note: the tokenet-trace-id holds 13 or more digits in a row, which the nodes' logs "
+                    + "mask as a possible card number (it shows as 'f***************************0001' there)"),
+            "\(result.stderr)")
+        let plain = try await Self.received(["tokenet-trace-id: 4bf92f3577b34da6"])
+        #expect(!plain.stderr.contains("note:"), "\(plain.stderr)")
+    }
+
+    /// The byte a syntax error names counts the whitespace before the request: it counted from the first
+    /// character that was not whitespace, two bytes short for a file that starts with an empty line.
+    @Test func aSyntaxErrorIsPlacedInTheInputAsGiven() async throws {
+        for (data, message) in [
+            ("   x", "unexpected character 'x' at byte 3"), ("  {\"service\":}", "at byte 13"),
+            ("\n\n{\"service\": tru}", "at byte 14"),
+        ] {
+            let result = try await runTokenet(servedBy: RPCRouter(), stdin: data) { address in
+                ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "-d", "@"]
+            }
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.contains(message), "\(result.stderr)")
+        }
+    }
+
+    /// A request larger than a node takes is the command line's mistake (status 2, naming -d), found before it is
+    /// sent: it was the client runtime's RESOURCE_EXHAUSTED (status 72).
+    @Test func aRequestLargerThanANodeTakesIsAUsageError() async throws {
+        let service = String(repeating: "a", count: 1_100_000)
+        let result = try await runTokenet(servedBy: RPCRouter(), stdin: "{\"service\": \"\(service)\"}") { address in
+            ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "-d", "@"]
+        }
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: call: request (-d) encodes to 1100004 bytes; a Tokenet node takes messages of at most "
+                    + "1048576 bytes\n"), "\(result.stderr)")
+    }
+
     /// A node that answers UNAVAILABLE because its own link to another node went silent says so in the keepalive's
     /// words; the CLI prints the node's status as it is, where it told the person that the node it called had
     /// stopped answering (that node answered).

@@ -95,8 +95,17 @@ import TokenetTransport
         let value = String(repeating: "a", count: 100_000)
         try expectUsageError(
             ["call", address, "tokenet.health.v1.Health/Check", "-H", "x-big: \(value)", "--plaintext"],
-            "call: -H: the metadata add up to 100005 bytes; a call takes at most 61440 (its method, metadata and "
+            "call: -H: the metadata add up to 100015 bytes; a call takes at most 61440 (its method, metadata and "
                 + "deadline share 65536 bytes)")
+    }
+
+    /// Counted as they are encoded: 5,000 short entries hold 40 KB of keys and values but encode to 69 KB, and
+    /// went to the node, which refused the call_start (RESOURCE_EXHAUSTED, status 72).
+    @Test func manyShortEntriesAreCountedAsEncoded() throws {
+        let headers = (0..<5000).flatMap { ["-H", "x-k\($0): v"] }
+        try expectUsageError(
+            ["call", address, "tokenet.health.v1.Health/Check", "--plaintext"] + headers,
+            "call: -H: the metadata add up to 68890 bytes; a call takes at most 61440")
     }
 
     @Test func anEmptyOperandIsRefused() throws {
@@ -180,6 +189,16 @@ import TokenetTransport
             ["call", address, "tokenet.health.v1.Health/Check", "-d", "@request.json", "--plaintext"],
             "call: -d takes request JSON, or @ alone for standard input, not a file name; to send request.json, "
                 + "write -d @ < request.json")
+    }
+
+    /// curl's `@-` (standard input), or `@` and a blank, is pointed at `-d @` alone: the advice for a file named
+    /// `-` or ` ` (`write -d @ < -`) would have read a file of that name.
+    @Test func standardInputSpelledAsCurlDoesIsPointedAtTheAtSign() throws {
+        for data in ["@-", "@ "] {
+            try expectUsageError(
+                ["call", address, "tokenet.health.v1.Health/Check", "-d", data, "--plaintext"],
+                "call: -d takes request JSON, or @ alone for standard input; write -d @ (not '\(data)')")
+        }
     }
 
     /// Characters after the request object are pointed at, not counted as a second request.

@@ -41,6 +41,32 @@ import TokenetWire
                 + "wallet-node serves; it serves no wallet, issuer or TSP service: give the address of a wallet-node\n")
     }
 
+    /// Another node is named only for a symbol this build's schema has: a name no node has (a message in the wrong
+    /// package, a service or method that does not exist) was pointed at the node its package named, which did not
+    /// have it either. The node's own answer stands for those.
+    @Test func onlyASymbolSomeNodeHasPointsAtAnotherNode() async throws {
+        var router = RPCRouter()
+        router.unary(TspV1.TspControl.listTokens) { (_, _) async throws in TspV1.ListTokensResponse() }
+        ReflectionService(router: router).register(on: &router)
+        let cases: [(arguments: [String], pointsElsewhere: Bool)] = [
+            (["describe", "tokenet.wallet.v1.WalletControl"], true),
+            (["describe", "tokenet.wallet.v1.ListWalletCardsRequest"], true),
+            (["describe", "tokenet.wallet.v1.Bogus"], false),
+            (["describe", "tokenet.issuer.v1.IssuerControl.Nope"], false),
+            (["call", "tokenet.wallet.v1.WalletControl/ListCards"], true),
+            (["call", "tokenet.wallet.v1.Bogus/Foo"], false),
+            (["call", "tokenet.wallet.v1.WalletControl/Nope"], false),
+        ]
+        for (arguments, pointsElsewhere) in cases {
+            let result = try await runTokenet(servedBy: router) {
+                [arguments[0], $0, arguments[1], "--plaintext", "--deadline", "20s"]
+            }
+            #expect(result.status != 0, "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains("give the address of") == pointsElsewhere, "\(arguments): \(result.stderr)")
+        }
+    }
+
     /// A wallet-node that lacks the method (another build) is the right kind: its own message stands.
     @Test func aWalletWithoutTheMethodKeepsItsMessage() async throws {
         let (result, _) = try await Self.walletCards { router in
