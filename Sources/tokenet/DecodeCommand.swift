@@ -334,12 +334,13 @@ enum DecodeCommand {
         message frame is decoded as its call's request type when the call's call_start came earlier in the input
         (the client's side of a connection). The server's side holds no call_start: --calls reads them from the
         client's side of the same connection, or --method names the one method whose responses its messages are.
-        A message whose type is not known keeps its bytes in base64, and so do those of a stream that
-        --method does not fit (another call's, such as the CLI's reflection lookups), with a note on standard
-        error. A card number in any field shows masked to its last four digits, as in the nodes' logs (in a
-        message of unknown type, in the bytes behind its base64 too), and a card's security code, a PIN, a
-        credential's secret, an app activation code and an access token (fields cvc, pin, secret,
-        activation_code and access_token) show as "***".
+        A message whose type is not known shows its length alone, its bytes withheld (which of its fields
+        holds a security code cannot be told), and so do those of a stream that --method does not fit (another
+        call's, such as the CLI's reflection lookups), with a note on standard error. A card number in any
+        field shows masked to its last four digits, as in the nodes' logs, and a card's security code, a PIN,
+        a credential's secret, an app activation code and an access token (fields cvc, pin, secret,
+        activation_code and access_token) show as "***", as does a text or bytes field whose content reads as
+        a protobuf message (another type's fields: a request decoded as a response).
 
         With --type MESSAGE (a fully-qualified name, such as tokenet.tsp.v1.DigitizeRequest) the bytes are one
         serialized message of that type.

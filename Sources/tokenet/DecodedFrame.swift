@@ -3,7 +3,7 @@ import TokenetNode
 import TokenetWire
 
 /// One frame of `tokenet decode` as JSON: the frame's own proto3 JSON, except that a `message` frame whose call is
-/// known shows its message decoded, under the name of its type (a message of unknown type keeps its base64 data).
+/// known shows its message decoded, under the name of its type (a message of unknown type shows its length alone).
 enum DecodedFrame {
     /// What the messages on each stream are.
     struct Calls {
@@ -46,7 +46,7 @@ enum DecodedFrame {
         case .message(let message):
             guard let (type, direction, guessed) = calls.type(of: frame.streamID) else {
                 calls.tellUnknownCall(frame.streamID)
-                break
+                return withheld(frame.streamID, message)
             }
             let decoded: any ProtoMessage
             do {
@@ -54,7 +54,7 @@ enum DecodedFrame {
             } catch {
                 guard !guessed else {
                     calls.tellNotTheMethods(frame.streamID, type, "its bytes do not decode as one")
-                    break
+                    return withheld(frame.streamID, message)
                 }
                 throw CLIError(
                     .data, "decode: the message on stream \(frame.streamID) is not a \(type.protoName)",
@@ -66,7 +66,7 @@ enum DecodedFrame {
             if dropped > 0 {
                 guard !guessed else {
                     calls.tellNotTheMethods(frame.streamID, type, "it holds fields that type does not have")
-                    break
+                    return withheld(frame.streamID, message)
                 }
                 printError(
                     "decode: note: the message on stream \(frame.streamID) holds \(dropped) "
@@ -100,6 +100,19 @@ enum DecodedFrame {
             throw CLIError(.data, "decode: a frame cannot be shown as JSON", cause: DescribedError(error))
         }
     }
+
+    /// A message whose type is not known, by its length alone: which of its fields is a security code, a PIN or an
+    /// access token cannot be told, and its base64 showed them all (the dissector withholds the same bytes).
+    static func withheld(_ streamID: UInt32, _ message: WireV1.Message) -> String {
+        """
+        {
+          "streamId": \(streamID),
+          "message": {
+            "withheldBytes": \(message.data.count)
+          }
+        }
+        """
+    }
 }
 
 extension DecodedFrame.Calls {
@@ -114,7 +127,8 @@ extension DecodedFrame.Calls {
         toldUnknownCall = true
         printError(
             "decode: note: the messages of calls whose call_start is not in the input (stream \(streamID) first) are "
-                + "shown undecoded; give the client's side of the connection with --calls, or the method with "
+                + "shown by their length alone (their bytes withheld: a field of a type not known may hold a "
+                + "security code); give the client's side of the connection with --calls, or the method with "
                 + "--method")
     }
 
@@ -123,7 +137,7 @@ extension DecodedFrame.Calls {
         guard toldUnknownMethods.insert(path).inserted else { return }
         printError(
             "decode: note: the messages of \(DecodeCommand.Options.shown(path)) (stream \(streamID) first) are shown "
-                + "undecoded: this build does not know that method (a peer built from newer .proto files?)")
+                + "by their length alone: this build does not know that method (a peer built from newer .proto files?)")
     }
 
     /// Says once per stream that its messages are shown undecoded, not as `--method`'s responses.
@@ -131,7 +145,7 @@ extension DecodedFrame.Calls {
         guard notTheMethods.insert(streamID).inserted else { return }
         printError(
             "decode: note: the messages on stream \(streamID) are not \(type.protoName) (\(why)), so they are shown "
-                + "undecoded: another call's, such as the CLI's reflection lookups; give the client's side with "
+                + "by their length alone: another call's, such as the CLI's reflection lookups; give the client's side with "
                 + "--calls to know every stream's method")
     }
 }

@@ -47,9 +47,14 @@ enum SecretFields {
     /// A string value with its card numbers masked; one that is base64 (as bytes fields are written) has those of
     /// the bytes it stands for masked (read as UTF-8 text, each byte of a masked digit replaced by `*`), and is
     /// written again in base64.
+    /// A string that reads as a protobuf message, itself or the bytes behind its base64, is another type's fields
+    /// (`MessageShape`) and shows as `"***"` whole.
     static func maskedText(_ text: String) -> String {
+        if MessageShape.readsAsMessage(text.utf8) { return "***" }
+        let decoded = text.utf8.count >= 8 ? ProtoJSONBase64.decode(text) : nil
+        if let decoded, MessageShape.readsAsMessage(decoded) { return "***" }
         let shown = maskPAN(text)
-        guard shown == text, text.utf8.count >= 20, let data = ProtoJSONBase64.decode(text) else { return shown }
+        guard shown == text, text.utf8.count >= 20, let data = decoded else { return shown }
         let bytes = Array(data)
         let masked = maskPAN(utf8: bytes)
         return masked == bytes ? text : Data(masked).base64EncodedString()

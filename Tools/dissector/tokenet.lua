@@ -63,6 +63,8 @@ f.metadata_binary = ProtoField.bytes("tokenet.metadata.binary", "Metadata binary
 f.trace_id = ProtoField.string("tokenet.trace_id", "Trace id")
 f.direction = ProtoField.string("tokenet.direction", "Direction")
 f.data = ProtoField.bytes("tokenet.data", "Message data")
+-- The length of a message whose bytes are withheld: its type is not known, so its secrets cannot be found.
+f.data_withheld = ProtoField.uint32("tokenet.data_withheld", "Message data withheld (bytes)", base.DEC)
 f.status_code = ProtoField.uint64("tokenet.status.code", "Status code", base.DEC, status_names)
 f.status_message = ProtoField.string("tokenet.status.message", "Status message")
 f.detail_type = ProtoField.string("tokenet.status.detail_type", "Detail type")
@@ -1118,10 +1120,28 @@ local function masked_fixed64(range, kind, positions)
     for k = 0, 7 do positions[#positions + 1] = { range:offset() + k, 0 } end
 end
 
+-- Whether `range` reads whole as protobuf fields, one of them length-delimited and not empty: a message, not text.
+-- Text that a person or a program wrote almost never does (a length below 32 is a control character).
+local function reads_as_message(range)
+    if range == nil then return false end
+    local fields = read_fields(range)
+    if fields == nil then return false end
+    for _, field in ipairs(fields) do
+        if field.wire_type == 2 and field.size > 0 then return true end
+    end
+    return false
+end
+
 -- Adds to `positions` the { offset from `base`, new byte } pairs of the bytes to mask in `range`, a message of type `message_type`:
 -- card numbers in its text fields by the rule above, and its secret fields whole. A message that does not parse as
--- its type says is masked as text throughout.
+-- its type says is masked as text throughout. A text field whose bytes read as a message, and a length-delimited
+-- field the type does not have, are masked whole: they are another type's fields (a message read as the wrong type,
+-- a newer peer's field), whose secrets cannot be told by name.
 local function message_positions(range, base, message_type, positions, depth)
+    local function whole(field)
+        local offset = field.range:offset() - base
+        for k = 0, field.size - 1 do positions[#positions + 1] = { offset + k, 42 } end
+    end
     local function as_text(text_range)
         local offset, bytes = text_range:offset() - base, text_range:bytes()
         for _, change in ipairs(card_number_digits(function(i) return bytes:get_index(i) end, bytes:len())) do
@@ -1145,18 +1165,17 @@ local function message_positions(range, base, message_type, positions, depth)
     for _, field in ipairs(fields) do
         local kind = kinds[field.number]
         if field.wire_type == 2 and field.range and kind then
-            if kind == "x" then
-                local offset = field.range:offset() - base
-                for k = 0, field.size - 1 do positions[#positions + 1] = { offset + k, 42 } end
+            if kind == "x" or ((kind == "s" or kind == "b") and reads_as_message(field.range)) then
+                whole(field)
             elseif kind == "s" or kind == "b" or kind == "d" then
                 as_text(field.range)
             else
                 message_positions(field.range, base, kind, positions, depth + 1)
             end
         elseif field.wire_type == 2 and field.range then
-            -- Not in the schema (a newer peer's field): its bytes are looked at as text all the same, and as a
-            -- message of unknown type, whose numbers are masked where they read as fields.
-            message_positions(field.range, base, "", positions, depth + 1)
+            -- Not in the schema (a newer peer's field, or a message read as the wrong type): what it holds cannot be
+            -- told, a security code as well as anything, so none of it shows.
+            whole(field)
         elseif field.wire_type == 0 then
             local numbers = {}
             masked_varint(field.value_range, 0, field.value_range:len(), numbers)
@@ -1429,10 +1448,18 @@ local function dissect_frame(range, pinfo, tree, frame)
         if call then tree:add(f.direction, range(0, 0), direction):set_generated() end
         local size = data and data.size or 0
         summary = summary .. " " .. (call and direction or "") .. " (" .. size .. " bytes)"
-        if data and data.range then
+        local types = call and method_types[call.method]
+        local message_type = types and types[direction]
+        if data and data.range and message_type == nil then
+            -- A message whose type is not known (its call_start is not in the capture, or its method is not in
+            -- Protos/): which of its fields is a security code, a PIN or an access token cannot be told, so its
+            -- bytes are withheld, not masked by guesswork; the item points at the field's tag byte alone.
+            local why = call and ("this build's Protos/ have no method " .. escaped(masked_text(call.method)))
+                or "its call_start is not in the capture"
+            local item = tree:add(f.data_withheld, data.whole:range(0, 1), size)
+            item:set_text("Message data: " .. size .. " bytes withheld (type not known: " .. why .. ")")
+        elseif data and data.range then
             -- The bytes as the tree shows them in hex are masked too: a card number's digits are as readable there.
-            local types = call and method_types[call.method]
-            local message_type = types and types[direction]
             local shown, masked, numbers = masked_tvb(data.range, message_type)
             local item = tree:add(f.data, shown:range())
             -- The tree's fields show the masked copy: a number that held a card number reads 0 there.
