@@ -21,7 +21,11 @@
 -- Tools/dissector/tokenet-shark runs tshark with this script and the search paths set; Tools/dissector/install
 -- adds both to a Wireshark profile for the GUI.
 
-local tokenet = Proto("tokenet", "Tokenet RPC")
+-- Loaded once only: with the plugin installed (Tools/dissector/install) and this file also given with
+-- -X lua_script:, the second Proto() of the same name stopped the script with a Lua error on every run. The copy
+-- loaded first decodes.
+local registered, tokenet = pcall(Proto, "tokenet", "Tokenet RPC")
+if not registered then return end
 
 local status_names = {
     [0] = "OK", [1] = "CANCELLED", [2] = "UNKNOWN", [3] = "INVALID_ARGUMENT", [4] = "DEADLINE_EXCEEDED",
