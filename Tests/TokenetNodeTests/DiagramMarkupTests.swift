@@ -36,4 +36,30 @@ import TokenetWire
             #expect(!result.stdout.contains(raw), "\(raw) in \(result.stdout)")
         }
     }
+
+    /// A plaintext connection whose hello is not in the capture (it was made before the capture began) was left out
+    /// of the diagram without a word, where TLS connections that cannot be read are counted: it is counted too, with
+    /// its ends and the option that decodes it.
+    @Test func aPlaintextConnectionWithoutItsHelloIsCounted() async throws {
+        var capture = try DiagramCaptureTests.twoCalls()
+        var late = capture.connect(clientPort: 40052, handshake: false)
+        let call = try DissectorCaptureTests.checkCall(stream: 5, trace: "0000000000000f7")
+        capture.send(call.client, on: &late, fromClient: true)
+        capture.send(call.server, on: &late, fromClient: false)
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try capture.write(to: path)
+        let result = try await DissectorCaptureTests.diagram(["--format", "text", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("trace 0000000000000f2"), "\(result.stdout)")
+        #expect(
+            result.stderr
+                == "tokenet-diagram: warning, calls may be missing: 1 connection in the clear "
+                + "(127.0.0.1:40052-127.0.0.1:7001) shows no Tokenet frame: a plaintext-mode connection made before "
+                + "the capture began has no hello to be found by, and --plaintext-port PORT (the node's port) "
+                + "decodes it\n", "\(result.stderr)")
+        let named = try await DissectorCaptureTests.diagram(["--format", "text", "--plaintext-port", "7001", path])
+        #expect(named.stderr.isEmpty, "\(named.stderr)")
+        #expect(named.stdout.contains("trace 0000000000000f7"), "\(named.stdout)")
+    }
 }

@@ -48,7 +48,7 @@ class Frame:
 
 
 class Capture:
-    def __init__(self, frames, identities, tls_connections=(), problem=None, opened=(), encrypted=()):
+    def __init__(self, frames, identities, tls_connections=(), problem=None, opened=(), encrypted=(), carried=None):
         self.frames = frames
         # "address:port" -> the tokenet://ROLE/ID of the certificate that endpoint presented.
         self.identities = identities
@@ -57,6 +57,8 @@ class Capture:
         # The connections whose SYN is in the capture, and those with TLS application data that showed no frame.
         self.opened = set(opened)
         self.encrypted = set(encrypted)
+        # The connections whose TCP segments carry bytes that are neither TLS nor a Tokenet frame, and their ends.
+        self.carried = dict(carried or {})
         # Why tshark stopped before the end of the file (a capture cut short or damaged), or None: the frames are
         # the ones before that point.
         self.problem = problem
@@ -72,6 +74,14 @@ class Capture:
         keep their connections to each other open, so a capture started after the nodes misses those calls."""
         shown = {frame.connection for frame in self.frames}
         return self.encrypted - self.opened - self.tls_connections - shown
+
+    def unread_plaintext_connections(self):
+        """The connections that carry bytes in the clear and show no Tokenet frame, by their two ends: a
+        plaintext-mode connection whose hello is not in the capture (made before it began) is not found by its
+        content, and its calls were left out of the diagram without a word."""
+        shown = {frame.connection for frame in self.frames}
+        skipped = shown | self.tls_connections | self.encrypted
+        return {stream: ends for stream, ends in self.carried.items() if stream not in skipped}
 
 
 # What tshark says of a file that it read only in part; the packets before that point are in its output.
@@ -91,7 +101,8 @@ def read(pcap, keylog=None, plaintext_ports=()):
     arguments = [
         os.path.join(HERE, "tokenet-shark"), "-r", pcap, "-T", "pdml",
         "-Y", "tokenet || x509ce.uniformResourceIdentifier || tls.handshake.type == 1"
-        " || (tcp.flags.syn == 1 && tcp.flags.ack == 0) || (tls.record.content_type == 23 && !tokenet)",
+        " || (tcp.flags.syn == 1 && tcp.flags.ack == 0) || (tls.record.content_type == 23 && !tokenet)"
+        " || (tcp.len > 0 && !tls && !tokenet)",
     ]
     if keylog:
         arguments[1:1] = ["--keylog", keylog]
@@ -115,7 +126,7 @@ def read(pcap, keylog=None, plaintext_ports=()):
         packets = ElementTree.fromstring(result.stdout).iter("packet")
     except ElementTree.ParseError as error:
         raise RuntimeError("tshark's output cannot be read (%s): %s" % (error, message))
-    frames, identities, sessions, opened, encrypted = [], {}, {}, set(), set()
+    frames, identities, sessions, opened, encrypted, carried = [], {}, {}, set(), set(), {}
     for element in packets:
         packet = {}
         for proto in element.iter("proto"):
@@ -129,6 +140,9 @@ def read(pcap, keylog=None, plaintext_ports=()):
             for field in element.iter("field")
         ):
             encrypted.add(packet.get("tcp.stream"))
+        names = {proto.get("name") for proto in element.iter("proto")}
+        if int(packet.get("tcp.len") or 0) > 0 and not names & {"tls", "tokenet"}:
+            carried.setdefault(packet.get("tcp.stream"), (endpoint(packet, "src"), endpoint(packet, "dst")))
         for proto in element.iter("proto"):
             if proto.get("name") == "tokenet":
                 frames.append(Frame(proto, packet))
@@ -151,4 +165,4 @@ def read(pcap, keylog=None, plaintext_ports=()):
             identities.setdefault(source, uris[0])
     for frame in frames:
         frame.session = sessions.get(frame.connection, frame.connection)
-    return Capture(frames, identities, sessions.keys(), problem, opened, encrypted)
+    return Capture(frames, identities, sessions.keys(), problem, opened, encrypted, carried)
