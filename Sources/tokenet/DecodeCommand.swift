@@ -13,7 +13,7 @@ enum DecodeCommand {
     ) { arguments throws(CLIError) in
         let options = try Options(parsing: arguments)
         let input = try read(options.file)
-        let bytes = try DecodeInput.bytes(input, encoding: options.encoding)
+        let bytes = try DecodeInput.bytes(input, encoding: options.encoding, file: options.file)
         if let type = options.type {
             printOut(
                 try notText(input, named: options.file, options) { () throws(CLIError) in
@@ -40,7 +40,7 @@ enum DecodeCommand {
         if let file = options.callsFile {
             let client = try read(file)
             answered = try notText(client, named: file, options) { () throws(CLIError) in
-                try calls(in: try DecodeInput.bytes(client, encoding: options.encoding), file: file)
+                try calls(in: try DecodeInput.bytes(client, encoding: options.encoding, file: file), file: file)
             }
         }
         try notText(input, named: options.file, options) { () throws(CLIError) in
@@ -60,6 +60,9 @@ enum DecodeCommand {
         } catch {
             guard options.encoding == .raw else { throw error }
             let name = file.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"
+            if let format = DecodeInput.followFormat(input) {
+                throw DecodeInput.followOutputError(format, flag: name)
+            }
             if let flag = DecodeInput.textEncoding(of: input) {
                 throw CLIError(.usage, "decode: \(name) holds \(flag) text, not bytes: add --\(flag)")
             }
@@ -360,7 +363,8 @@ enum DecodeCommand {
 
         Exit status: 0 when everything was decoded; 1 when the bytes are not what they should be (what was
         decoded before is printed, and the message says where it stopped); 2 for bad options, input that is
-        not hex or base64, or hex or base64 text given without --hex or --base64.
+        not hex or base64, hex or base64 text given without --hex or --base64, or tshark's follow output
+        given whole (both sides of a connection).
 
         Examples:
           tokenet decode --type tokenet.health.v1.HealthCheckResponse --hex <<< 0801

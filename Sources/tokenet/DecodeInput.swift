@@ -7,17 +7,28 @@ enum DecodeInput {
         case raw, hex, base64
     }
 
-    static func bytes(_ input: [UInt8], encoding: Encoding) throws(CLIError) -> [UInt8] {
+    /// `file` names the input in what is wrong with it (nil or `-` for standard input): with `--calls` two files are
+    /// read, and the message did not say which one held the stray byte.
+    static func bytes(_ input: [UInt8], encoding: Encoding, file: String? = nil) throws(CLIError) -> [UInt8] {
+        let name = file.flatMap { $0 == "-" ? nil : $0 }
         switch encoding {
         case .raw: return input
-        case .hex: return try hex(input)
-        case .base64: return try base64(input)
+        case .hex: return try hex(input, file: name)
+        case .base64: return try base64(input, file: name)
         }
     }
 
     /// Pairs of hex digits; whitespace and colons between them are ignored (`xxd -p`, Wireshark's "Copy as Hex").
-    static func hex(_ input: [UInt8]) throws(CLIError) -> [UInt8] {
-        if isFollowOutput(input) { throw followOutputError }
+    static func hex(_ input: [UInt8], file: String? = nil) throws(CLIError) -> [UInt8] {
+        if let format = followFormat(input) { throw followOutputError(format, flag: "--hex") }
+        if isHexDump(input) {
+            throw CLIError(
+                .usage,
+                "decode: --hex: \(file ?? "standard input") is a hex dump (an offset and a text column beside the "
+                    + "bytes, as tshark's follow,tls,hex prints them); keep the bytes alone: "
+                    + "sed 's/^\\t//' FILE | cut -c11-58 > side.hex")
+        }
+        let of = file.map { " of \($0)" } ?? ""
         var bytes: [UInt8] = []
         bytes.reserveCapacity(input.count / 2)
         var high: UInt8?
@@ -31,7 +42,7 @@ enum DecodeInput {
                 let shown =
                     (0x21...0x7E).contains(character)
                     ? "'\(Character(UnicodeScalar(character)))'" : "byte \(character)"
-                throw CLIError(.usage, "decode: --hex: \(shown) at offset \(offset) is not a hex digit")
+                throw CLIError(.usage, "decode: --hex: \(shown) at offset \(offset)\(of) is not a hex digit")
             }
             if let first = high {
                 bytes.append(first << 4 | digit)
@@ -40,7 +51,9 @@ enum DecodeInput {
                 high = digit
             }
         }
-        guard high == nil else { throw CLIError(.usage, "decode: --hex: the input ends in half a byte (an odd digit)") }
+        guard high == nil else {
+            throw CLIError(.usage, "decode: --hex: \(file ?? "the input") ends in half a byte (an odd digit)")
+        }
         return bytes
     }
 
@@ -75,20 +88,45 @@ enum DecodeInput {
     }
 
     /// `tshark -z follow,tls,raw,N` prints both sides of a connection under a header (`====…`, `Follow: tls,raw`),
-    /// one side's lines indented with a tab: read as hex, the header's first `=` was all the command named.
-    static func isFollowOutput(_ input: [UInt8]) -> Bool {
+    /// one side's lines indented with a tab: read as hex, the header's first `=` was all the command named. Returns
+    /// the output's form, "raw" or "hex" (`follow,tls,hex`: an offset and a text column beside the bytes), or nil.
+    static func followFormat(_ input: [UInt8]) -> String? {
         let text = String(decoding: input.prefix(4096), as: UTF8.self)
-        return text.contains("Follow: ") && text.drop { $0.isWhitespace }.hasPrefix("====")
+        guard text.drop(while: { $0.isWhitespace }).hasPrefix("===="),
+            let header = text.split(separator: "\n").first(where: { $0.hasPrefix("Follow: ") })
+        else { return nil }
+        return header.hasSuffix(",hex") ? "hex" : "raw"
     }
 
-    static let followOutputError = CLIError(
-        .usage,
-        """
-        decode: --hex: this is tshark's follow output, which holds both sides of the connection under a header; \
-        decode reads one side: the lines that start with a tab are one side (sed -n 's/^\\t//p' FILE > one.hex), \
-        the other lines of hex digits the other side (grep -E '^[0-9a-f]+$' FILE > other.hex); give the client's \
-        side (the one with the call_start frames) as --calls CLIENT and the server's as FILE
-        """)
+    /// Whether the first line is one of a hex dump's (`00000010  64 18 80 80 …  d...@ .N`, maybe indented with a
+    /// tab): the side of a follow,tls,hex output kept by `sed`, which --hex read up to the text column.
+    static func isHexDump(_ input: [UInt8]) -> Bool {
+        let text = String(decoding: input.prefix(200), as: UTF8.self)
+        let line = (text.split(separator: "\n").first ?? "").drop { $0 == "\t" }
+        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count > 3, parts[0].count == 8, parts[0].allSatisfy(\.isHexDigit), parts[1].isEmpty else {
+            return false
+        }
+        return parts[2].count == 2 && parts[2].allSatisfy(\.isHexDigit)
+    }
+
+    /// What to do with tshark's follow output (`format` as `followFormat` gives it): commands that split it into the
+    /// hex of each side, for the form it is in. `flag` is how the message starts ("--hex", or the file's name when
+    /// it was given without --hex).
+    static func followOutputError(_ format: String, flag: String) -> CLIError {
+        let sides =
+            format == "hex"
+            ? "the lines that start with a tab are one side (sed -n 's/^\\t//p' FILE | cut -c11-58 > one.hex), the "
+                + "other lines of an offset and bytes the other side (grep -E '^[0-9A-Fa-f]{8}  ' FILE | cut -c11-58 "
+                + "> other.hex)"
+            : "the lines that start with a tab are one side (sed -n 's/^\\t//p' FILE > one.hex), the other lines "
+                + "of hex digits the other side (grep -E '^[0-9a-f]+$' FILE > other.hex)"
+        return CLIError(
+            .usage,
+            "decode: \(flag): this is tshark's follow output, which holds both sides of the connection under a "
+                + "header; decode reads one side: \(sides); give them with --hex, the client's side (the one with "
+                + "the call_start frames) as --calls CLIENT and the server's as FILE")
+    }
 
     private static func hexDigit(_ character: UInt8) -> UInt8? {
         switch character {
@@ -101,10 +139,10 @@ enum DecodeInput {
 
     /// Standard or URL-safe base64, padded or not; whitespace is ignored. Read strictly (`ProtoJSONBase64`): a stray
     /// `=` or a truncated value is refused with where it went wrong, instead of decoding to bytes nobody wrote.
-    static func base64(_ input: [UInt8]) throws(CLIError) -> [UInt8] {
+    static func base64(_ input: [UInt8], file: String? = nil) throws(CLIError) -> [UInt8] {
         let text = input.filter { !(9...13).contains($0) && $0 != UInt8(ascii: " ") }
         if let data = ProtoJSONBase64.decode(String(decoding: text, as: UTF8.self)) { return Array(data) }
-        throw CLIError(.usage, "decode: --base64: " + base64Problem(input))
+        throw CLIError(.usage, "decode: --base64: " + (file.map { "\($0): " } ?? "") + base64Problem(input))
     }
 
     /// What is wrong with base64 text that does not decode: the first character outside both alphabets (by its
