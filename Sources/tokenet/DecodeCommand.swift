@@ -42,6 +42,13 @@ enum DecodeCommand {
             answered = try notText(client, named: file, options) { () throws(CLIError) in
                 try calls(in: try DecodeInput.bytes(client, encoding: options.encoding, file: file), file: file)
             }
+            // The two sides given the wrong way round decoded nothing as a response, with status 0 and only a note
+            // that pointed back at --calls.
+            if answered.known.isEmpty && answered.unknown.isEmpty {
+                printError(
+                    "decode: note: --calls \(file) holds no call_start, so it is not the client's side of the "
+                        + "connection (which starts the calls); were the two sides swapped?")
+            }
         }
         try notText(input, named: options.file, options) { () throws(CLIError) in
             try frames(bytes, answering: answered, method: options.method)

@@ -94,4 +94,21 @@ import TokenetWire
             result.stderr.contains("decode: --hex: byte 0 at offset 0 of \(client) is not a hex digit"),
             "\(result.stderr)")
     }
+
+    /// The server's side given as --calls and the client's as FILE: nothing decoded as a response, status 0, and no
+    /// word that the --calls file started no call.
+    @Test func swappedSidesAreNoted() async throws {
+        let directory = try TemporaryDirectory()
+        let client = directory.path("client.hex")
+        let server = directory.path("server.hex")
+        try DecodeCommandTests.hex(try DecodeCommandTests.clientSide()).write(
+            toFile: client, atomically: true, encoding: .utf8)
+        try DecodeCommandTests.hex(try DecodeCommandTests.serverSide()).write(
+            toFile: server, atomically: true, encoding: .utf8)
+        let result = try await runTokenet(["decode", "--hex", "--calls", server, client])
+        #expect(
+            result.stderr.contains(
+                "decode: note: --calls \(server) holds no call_start, so it is not the client's side of the "
+                    + "connection (which starts the calls); were the two sides swapped?"), "\(result.stderr)")
+    }
 }
