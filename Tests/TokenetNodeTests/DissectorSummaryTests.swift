@@ -52,4 +52,20 @@ import TokenetWire
         #expect(result.stdout.contains("Tokenet: malformed frame (message: truncated length)"), "\(result.stdout)")
         #expect(result.stdout.contains("Not a Frame: message: truncated length"), "\(result.stdout)")
     }
+
+    /// A message of a call whose call_start is not in the capture has no direction to show: its summary read
+    /// "7 message  (2 bytes)", with two spaces.
+    @Test func aMessageOfAnUnknownCallHasOneSpaceBeforeItsSize() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40033)
+        capture.send(try PlaintextCapture.bytes([DissectorCaptureTests.hello()]), on: &connection, fromClient: true)
+        capture.send(
+            try PlaintextCapture.bytes([WireV1.Frame(streamID: 7, kind: .message(WireV1.Message(data: Data([8, 1]))))]),
+            on: &connection, fromClient: true)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await DissectorCaptureTests.shark(["-r", directory.path("capture.pcap")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(" 7 message (2 bytes)"), "\(result.stdout)")
+    }
 }

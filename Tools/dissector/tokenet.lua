@@ -1451,7 +1451,8 @@ local function dissect_frame(range, pinfo, tree, frame)
         if call and call.client == sender(pinfo) then direction = "request" end
         if call then tree:add(f.direction, range(0, 0), direction):set_generated() end
         local size = data and data.size or 0
-        summary = summary .. " " .. (call and direction or "") .. " (" .. size .. " bytes)"
+        -- The direction only when the call is known: with none, "7 message  (32 bytes)" had two spaces.
+        summary = summary .. (call and (" " .. direction) or "") .. " (" .. size .. " bytes)"
         local types = call and method_types[call.method]
         local message_type = types and types[direction]
         if data and data.range and message_type == nil then
