@@ -15,8 +15,8 @@ enum SecretFields {
     /// `json` (proto3 JSON as the decoders print it) with every card number masked and every secret field's value
     /// replaced by `"***"`: what the decoders print. The JSON is read and written again, so a string is masked as
     /// the text it holds, escapes read (a tab between a card number's groups, written `\t`, joins them as it does in
-    /// a log), and the bytes behind a base64 value are masked too: a message of unknown type is printed as its
-    /// base64, from which a card number typed into one of its fields reads back.
+    /// a log), and the bytes behind a base64 value are masked too: a bytes field is printed as its base64, from
+    /// which a card number written into it reads back.
     static func maskedJSON(_ json: String) -> String {
         guard let value = try? JSONValue(parsing: json) else { return maskPAN(json) }
         return masked(value).text(indent: json.contains("\n") ? 2 : 0)
