@@ -7,6 +7,9 @@ import TokenetWire
 /// driver carries the action out (the card view is refreshed; the rest is kept for operators and logged).
 public final class IssuerAppNotificationHandler: NotificationHandler {
     private let inbox: Mutex<IssuerAppInbox>
+    /// The last row of the store's deleted tokens the inbox has forgotten the card ids of
+    /// (`forgetCardIDsOfDeletedTokens`).
+    private let deletedTokensSeen: Mutex<Int64>
     let view: IssuerAppView
     let logger: Logger
     /// Where the app keeps its messages across restarts; nil keeps them in memory only (tests of the pure flow).
@@ -47,22 +50,25 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
                 "tokens deleted before the issuer recorded deleted tokens were recorded from the app's kept messages",
                 ["tokens": "\(deleted)"])
         }
+        try store.dropCardIDsOfDeletedTokens()
+        let seen = try store.lastDeletedTokenRow()
         let inbox = IssuerAppInbox(
             restoring: try store.appNotifications(), authn: try store.appAuthnRequests(),
             cardIdentities: try store.appCardIdentities())
         self.init(
             view: view, logger: logger, inbox: inbox, store: store, retention: retention,
-            outboxRetention: outboxRetention, now: now)
+            outboxRetention: outboxRetention, now: now, deletedTokensSeen: seen)
         try prune()
     }
 
     private init(
         view: IssuerAppView, logger: Logger, inbox: IssuerAppInbox, store: IssuerStore?, retention: IssuerRetention,
-        outboxRetention: IssuerRetention, now: @escaping @Sendable () -> Date
+        outboxRetention: IssuerRetention, now: @escaping @Sendable () -> Date, deletedTokensSeen: Int64 = 0
     ) {
         self.view = view
         self.logger = logger
         self.inbox = Mutex(inbox)
+        self.deletedTokensSeen = Mutex(deletedTokensSeen)
         self.store = store
         self.retention = retention
         self.outboxRetention = outboxRetention
@@ -107,7 +113,11 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
                     "delivery_attempt": "\(notification.deliveryAttempt)",
                 ])
             return
-        case .resynchroniseCardIDs:
+        case .resynchroniseCardIDs(let digitalCardID, _):
+            // A renewal's message that came after its token's delete keeps no card id (the store kept none).
+            if let store, try store.isDeleted(digitalCardID) {
+                inbox.withLock { $0.forgetCardIdentities(of: [digitalCardID]) }
+            }
             what = "card ids resynchronised after a renewal"
         case .showMessage:
             what = "message shown"
@@ -141,16 +151,17 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         return try snapshot.page(request, nowMs: nowMs)
     }
 
-    /// Forgets the card ids of the tokens recorded deleted since the inbox learned them. A CARD_STATE DEACTIVATED
-    /// message forgets its token's as it is processed; a delete the issuer learned otherwise (its check with the TSP,
-    /// once the broker's retention dropped the message; the TSP's answer to a change) is recorded in the store only,
-    /// and the app listed that token's card id until the node restarted, and after.
+    /// Forgets the card ids of the tokens recorded deleted since the last look. A CARD_STATE DEACTIVATED message
+    /// forgets its token's as it is processed; a delete the issuer learned otherwise (its check with the TSP, once
+    /// the broker's retention dropped the message; the TSP's answer to a change) is recorded in the store only, and
+    /// the app listed that token's card id until the node restarted, and after. Reads only the rows added since.
     func forgetCardIDsOfDeletedTokens() throws(IssuerError) {
         guard let store else { return }
-        let held = inbox.withLock { Array($0.cardIdentities.keys) }
-        let deleted = try store.deletedTokens(among: held)
-        guard !deleted.isEmpty else { return }
-        inbox.withLock { $0.forgetCardIdentities(of: deleted) }
+        let after = deletedTokensSeen.withLock { $0 }
+        let (ids, lastRow) = try store.deletedTokens(after: after)
+        guard !ids.isEmpty else { return }
+        inbox.withLock { $0.forgetCardIdentities(of: Set(ids)) }
+        deletedTokensSeen.withLock { $0 = max($0, lastRow) }
     }
 
     func answered(_ id: String, status: String) throws(IssuerError) {

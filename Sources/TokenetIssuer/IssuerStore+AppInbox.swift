@@ -116,7 +116,8 @@ extension IssuerStore {
             ])
     }
 
-    /// Replaces a digital card's card id, or forgets it (nil).
+    /// Replaces a digital card's card id, or forgets it (nil). A token recorded deleted keeps none: a renewal's
+    /// message that came after the delete does not bring its card id back.
     private static func save(_ identity: IssuerV1.AppCardIdentity?, of digitalCardID: String, _ tx: Transaction) throws
     {
         guard let identity else {
@@ -124,8 +125,25 @@ extension IssuerStore {
             return
         }
         _ = try tx.execute(
-            "INSERT OR REPLACE INTO app_card_ids (digital_card_id, card_id, pan_last4, expiry) VALUES (?, ?, ?, ?)",
+            """
+            INSERT OR REPLACE INTO app_card_ids (digital_card_id, card_id, pan_last4, expiry)
+            SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM deleted_tokens WHERE digital_card_id = ?1)
+            """,
             [digitalCardID, identity.cardID, identity.panLast4, identity.expiry])
+    }
+
+    /// Forgets the card ids of tokens recorded deleted, which a database of an earlier build kept when the delete
+    /// was learned other than by its CARD_STATE DEACTIVATED message; returns how many.
+    @discardableResult
+    func dropCardIDsOfDeletedTokens() throws(IssuerError) -> Int {
+        try storage("forget the card ids of deleted tokens") {
+            try database.execute(
+                """
+                DELETE FROM app_card_ids
+                WHERE EXISTS (SELECT 1 FROM deleted_tokens x WHERE x.digital_card_id = app_card_ids.digital_card_id)
+                """
+            ).changes
+        }
     }
 
     /// The kept messages, oldest first, each with its row and when it arrived (nil: kept before that was recorded).
@@ -175,15 +193,11 @@ extension IssuerStore {
         }
     }
 
-    /// The card id of each digital card, by digital card id; none of a token recorded deleted (a database from
-    /// before a delete learned other than by its message dropped the card id may still hold one).
+    /// The card id of each digital card, by digital card id.
     func appCardIdentities() throws(IssuerError) -> [IssuerV1.AppCardIdentity] {
         try storage("read the app's card ids") {
             try database.query(
-                """
-                SELECT digital_card_id, card_id, pan_last4, expiry FROM app_card_ids
-                WHERE digital_card_id NOT IN (SELECT digital_card_id FROM deleted_tokens) ORDER BY digital_card_id
-                """
+                "SELECT digital_card_id, card_id, pan_last4, expiry FROM app_card_ids ORDER BY digital_card_id"
             ).map {
                 IssuerV1.AppCardIdentity(
                     digitalCardID: try $0.text(0), cardID: try $0.text(1), panLast4: try $0.text(2),

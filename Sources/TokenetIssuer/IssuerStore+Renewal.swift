@@ -276,22 +276,33 @@ extension IssuerStore {
         ).changes > 0
     }
 
-    /// Which of `ids` are recorded as deleted at the TSP.
-    func deletedTokens(among ids: [String]) throws(IssuerError) -> Set<String> {
-        guard !ids.isEmpty else { return [] }
-        return try storage("read the deleted tokens") {
-            var deleted: Set<String> = []
-            // In batches: SQLite bounds the parameters of one statement.
-            for start in stride(from: 0, to: ids.count, by: 500) {
-                let batch = Array(ids[start..<min(start + 500, ids.count)])
-                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
-                for row in try database.query(
-                    "SELECT digital_card_id FROM deleted_tokens WHERE digital_card_id IN (\(marks))", batch)
-                {
-                    deleted.insert(try row.text(0))
-                }
+    /// The tokens recorded deleted after row `afterRow` of `deleted_tokens`, oldest first, and the last row read
+    /// (`afterRow` when there is none): rows are only added, so a reader that keeps its last row sees each once.
+    func deletedTokens(after afterRow: Int64) throws(IssuerError) -> (ids: [String], lastRow: Int64) {
+        try storage("read the deleted tokens") {
+            var ids: [String] = []
+            var lastRow = afterRow
+            for row in try database.query(
+                "SELECT rowid, digital_card_id FROM deleted_tokens WHERE rowid > ? ORDER BY rowid", [afterRow])
+            {
+                lastRow = try row.int64(0)
+                ids.append(try row.text(1))
             }
-            return deleted
+            return (ids, lastRow)
+        }
+    }
+
+    /// The last row of `deleted_tokens`; 0 when it has none.
+    func lastDeletedTokenRow() throws(IssuerError) -> Int64 {
+        try storage("read the deleted tokens") {
+            try database.queryOne("SELECT COALESCE(MAX(rowid), 0) FROM deleted_tokens")?.int64(0) ?? 0
+        }
+    }
+
+    /// Whether `id` is recorded as deleted at the TSP.
+    func isDeleted(_ id: String) throws(IssuerError) -> Bool {
+        try storage("read the deleted tokens") {
+            try database.queryOne("SELECT 1 FROM deleted_tokens WHERE digital_card_id = ?", [id]) != nil
         }
     }
 

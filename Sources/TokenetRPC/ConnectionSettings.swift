@@ -30,6 +30,14 @@ public struct ConnectionSettings: Hashable, Sendable {
 
     public static let defaults = ConnectionSettings()
 
+    /// The room a message frame takes around its data (stream id, tags, lengths), left out of `maxFrameSize`.
+    public static let messageFrameOverhead = 64
+
+    /// The largest message a side with these settings takes: the smaller of its frame size, less the frame's own
+    /// fields, and its flow-control window, which never grows past its initial size (a larger message would wait
+    /// for it forever).
+    public var largestMessage: Int { min(maxFrameSize - Self.messageFrameOverhead, initialStreamWindow) }
+
     /// The smallest `max_frame_size` a hello may announce: 16 KiB, HTTP/2's smallest SETTINGS_MAX_FRAME_SIZE. A peer
     /// that announces less is refused at its hello: every frame the runtime writes on its own (a status such as
     /// RESOURCE_EXHAUSTED with its message, a goaway with its reason) must fit in a frame the peer accepts.

@@ -427,8 +427,8 @@ struct ConnectionStateMachine {
         // the person sending knows how much to cut: its frame size, less room for the frame's own fields around the
         // data, and its flow-control window, which never grows past its initial size (a larger message would wait
         // for it forever).
-        let framed = peerSettings.maxFrameSize - 64
-        guard data.count <= min(framed, peerSettings.initialStreamWindow) else {
+        let framed = peerSettings.maxFrameSize - ConnectionSettings.messageFrameOverhead
+        guard data.count <= peerSettings.largestMessage else {
             let limit =
                 framed < peerSettings.initialStreamWindow
                 ? "\(framed) bytes (its maximum frame size of \(peerSettings.maxFrameSize), less 64 for the frame)"

@@ -123,8 +123,9 @@ extension Metadata {
     /// The lengths a trace id may have: Tokenet makes 15 digits; other tracers' 16- and 32-digit ids fit too.
     public static let traceIDLengths = 8...32
 
-    /// Whether `text` is a trace id a node will carry: lowercase hex of an accepted length, with a letter so that
-    /// the logs' card-number masking (runs of 13 to 19 decimal digits) never hides it.
+    /// Whether `text` is a trace id a node will carry: lowercase hex of an accepted length, with a letter, so that
+    /// the id is never digits alone. One that holds a run of decimal digits the logs' card-number masking takes for
+    /// a card number is carried too, and shows masked there (`tokenet call` says so when given one).
     public static func isValidTraceID(_ text: String) -> Bool {
         if let valid = text.utf8.withContiguousStorageIfAvailable(isValidTraceID(utf8:)) { return valid }
         return Array(text.utf8).withUnsafeBufferPointer(isValidTraceID(utf8:))

@@ -184,7 +184,8 @@ extension TSPStore {
                     ).map(Self.token(from:))
                 else { throw TSPError(.internal, "a pending digitization lost its token") }
                 var outcome = outcome
-                if token.state == .deactivated, pending.token.state != .deactivated {
+                let deletedMeanwhile = token.state == .deactivated && pending.token.state != .deactivated
+                if deletedMeanwhile {
                     let deletion = try tx.queryOne(
                         """
                         SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ?
@@ -216,17 +217,21 @@ extension TSPStore {
                 case .inactive, .suspended: break
                 }
                 let from = token.state
-                token.state = lifecycle.state
-                token.stateVersion += 1
-                token.decidedBy = outcome.decidedBy
-                token.issuerAccountID = outcome.accountID
-                _ = try tx.execute(
-                    """
-                    UPDATE tokens SET state = ?, state_version = state_version + 1, decided_by = ?,
-                        issuer_account_id = ?, updated_at_ms = ?
-                    WHERE digital_card_id = ?
-                    """,
-                    [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
+                // A token deleted meanwhile is left as its delete left it (state, version, who decided): only the
+                // history says that a decision came after.
+                if !deletedMeanwhile {
+                    token.state = lifecycle.state
+                    token.stateVersion += 1
+                    token.decidedBy = outcome.decidedBy
+                    token.issuerAccountID = outcome.accountID
+                    _ = try tx.execute(
+                        """
+                        UPDATE tokens SET state = ?, state_version = state_version + 1, decided_by = ?,
+                            issuer_account_id = ?, updated_at_ms = ?
+                        WHERE digital_card_id = ?
+                        """,
+                        [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
+                }
                 if overruled != nil { overruled = token }
                 // `decided_by` keeps the bare party; the history names the issuer as its other rows do (`TokenActor`).
                 let actor = outcome.decidedBy == "issuer" ? TokenActor.issuer(token.issuerID) : outcome.decidedBy

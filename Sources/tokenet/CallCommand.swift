@@ -209,8 +209,8 @@ enum CallCommand {
     /// frame's fields, and its flow-control window): the runtime refused it only once connected, as the call's own
     /// RESOURCE_EXHAUSTED (status 72), for what is the command line's mistake.
     static func refuseOversized(_ request: Data, position: String, from source: String) throws(CLIError) {
-        let settings = ConnectionSettings.defaults
-        let limit = min(settings.maxFrameSize - 64, settings.initialStreamWindow)
+        // Nodes announce the runtime's defaults.
+        let limit = ConnectionSettings.defaults.largestMessage
         guard request.count > limit else { return }
         throw CLIError(
             .usage,

@@ -358,18 +358,14 @@ struct InspectOptions: Sendable {
                     + "lowercase hex digits with at least one of a-f, such as 4bf92f3577b34da6; got '\(maskPAN(value))'"
             )
         }
-        // Carried as it is, but the nodes' logs mask such a run as a possible card number, and an id chosen to find
-        // the call in them could not be found.
-        var run = 0
-        for byte in value.utf8 {
-            run = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) ? run + 1 : 0
-            if run == 13 {
-                printError(
-                    "tokenet: \(command): note: the \(Metadata.traceIDKey) holds 13 or more digits in a row, which the nodes' "
-                        + "logs mask as a possible card number (it shows as '\(maskPAN(value))' there); choose one "
-                        + "without such a run to find the call in the logs")
-                break
-            }
+        // Carried as it is, but an id whose digits the nodes' logs take for a card number shows masked there (by
+        // the same `maskPAN` the logs use), and an id chosen to find the call in them could not be found.
+        let logged = maskPAN(value)
+        if logged != value {
+            printError(
+                "tokenet: \(command): note: the \(Metadata.traceIDKey) holds digits the nodes' logs mask as a possible "
+                    + "card number (it shows as '\(logged)' there); choose one without such a run of digits to find "
+                    + "the call in the logs")
         }
     }
 

@@ -14,8 +14,9 @@ enum JSONTexts {
         var texts: [String] = []
         var index = 0
         while true {
-            // Each text keeps the whitespace before it, so that the decoder's "at byte N" counts from where the
-            // input (the first request) or the request before it (the next ones) ended, not from the value's start.
+            // The first text keeps the whitespace before it, so that the decoder's "at byte N" counts from the
+            // input's start, not from the request's first character; the next ones, named "request 2" and so on,
+            // count from their own start.
             let leading = index
             while index < bytes.count, isWhitespace(bytes[index]) { index += 1 }
             guard index < bytes.count else { break }
@@ -66,7 +67,7 @@ enum JSONTexts {
                     : "'\(maskPAN(rest.trimmingCharacters(in: .whitespacesAndNewlines)))'"
                 throw CLIError(.usage, "call: the request JSON has trailing characters at byte \(start): \(what)")
             }
-            texts.append(String(decoding: bytes[leading..<index], as: UTF8.self))
+            texts.append(String(decoding: bytes[(texts.isEmpty ? leading : start)..<index], as: UTF8.self))
         }
         // None at all is no request: what a client-streaming method may be sent; `CallCommand.encode` refuses it
         // for the others, which take exactly one.

@@ -373,10 +373,16 @@ final class ManualClock: Sendable {
         #expect(try Self.count(store, "app_card_ids") == 2)
         #expect(try Self.handler(store, clock).snapshot.cardIdentities.keys.sorted() == ["DC-1", "DC-3"])
 
-        // Kept by an earlier build, which recorded the delete and left the card id.
+        // A renewal's message that comes after the delete brings no card id back.
+        try await handler.handle(IssuerRetentionTests.renewal("DC-2", to: "c-2b", messageID: "r-2b"))
+        #expect(handler.snapshot.cardIdentities.keys.sorted() == ["DC-1", "DC-3"])
+        #expect(try Self.count(store, "app_card_ids") == 2)
+
+        // Kept by an earlier build, which recorded the delete and left the card id: forgotten at the start.
         try store.database.execute(
             "INSERT INTO app_card_ids (digital_card_id, card_id, pan_last4, expiry) VALUES ('DC-2', 'c-2', '0054', '')")
         #expect(try Self.handler(store, clock).snapshot.cardIdentities.keys.sorted() == ["DC-1", "DC-3"])
+        #expect(try Self.count(store, "app_card_ids") == 2)
     }
 
     /// A database from before the requests and card ids were kept apart (schema 10) has them only in its messages

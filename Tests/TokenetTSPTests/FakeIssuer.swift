@@ -109,7 +109,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
             try await Task.sleep(for: .seconds(60))
             return IssuerV1.AuthorizeDigitizationResponse(decision: .approved)
         case .held(let decision):
-            while !state.withLock({ $0.released }) { try await Task.sleep(for: .milliseconds(5)) }
+            // Bounded: a test that fails before it releases the decision must not hang.
+            for _ in 0..<12_000 where !state.withLock({ $0.released }) { try await Task.sleep(for: .milliseconds(5)) }
             return try await answer(decision)
         case .unavailable:
             throw RPCError(.unavailable, "issuer host is down")

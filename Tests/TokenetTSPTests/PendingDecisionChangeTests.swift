@@ -41,6 +41,8 @@ import TokenetWire
                 + "the card again")
         let token = try #require(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.first)
         #expect(token.state == .deactivated)
+        // Left as the delete left it: the version the wallet heard with the delete's CARD_STATE.
+        #expect(response.stateVersion == 2)
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id)).events
         #expect(history.map(\.toState) == [.inactive, .deactivated, .deactivated])
         #expect(history.last?.reason.hasSuffix("(the decision that came after it: approved)") == true, "\(history)")
