@@ -17,7 +17,14 @@ struct ControlService: TspV1.TspControl.ServiceProtocol {
                 walletAccountID: request.walletAccountID.isEmpty ? nil : request.walletAccountID,
                 after: after.map { ($0.ms, String($0.tieBreaker)) }, limit: page.size + 1)
             let (tokens, next) = page.split(rows, key: \.pageKey)
-            return TspV1.ListTokensResponse(tokens: tokens.map(\.token.summary), nextPageToken: next)
+            let deciding = try tsp.store.awaitingDecision(
+                among: tokens.filter { $0.token.state == .inactive }.map(\.token.digitalCardID))
+            return TspV1.ListTokensResponse(
+                tokens: tokens.map {
+                    var summary = $0.token.summary
+                    summary.awaitingDecision = deciding.contains($0.token.digitalCardID)
+                    return summary
+                }, nextPageToken: next)
         }
     }
 

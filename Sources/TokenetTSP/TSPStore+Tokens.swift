@@ -49,6 +49,25 @@ struct TokenRecord: Sendable, Equatable {
 }
 
 extension TSPStore {
+    /// Which of `ids` are tokens whose digitization waits for the issuer's decision (read through the partial index
+    /// `digitize_requests_pending`).
+    func awaitingDecision(among ids: [String]) throws -> Set<String> {
+        var found: Set<String> = []
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let batch = Array(ids[start..<min(start + 500, ids.count)])
+            let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+            for row in try database.query(
+                """
+                SELECT digital_card_id FROM digitize_requests
+                WHERE status = 'pending' AND digital_card_id IN (\(marks))
+                """, batch)
+            {
+                found.insert(try row.text(0))
+            }
+        }
+        return found
+    }
+
     /// Stores the receipt of an eligible card, spending the push receipt or session it came from in the same
     /// transaction: a check that ends before this (its caller gone, its deadline passed) leaves that unused.
     func insertEligibilityReceipt(

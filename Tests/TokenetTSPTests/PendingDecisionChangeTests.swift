@@ -54,6 +54,9 @@ import TokenetWire
     @Test func aTokenWaitingForItsDecisionCannotBeActivated() async throws {
         let tsp = try TSPHarness.make()
         let (call, id) = try await Self.asking(tsp, .decline("fraud review"))
+        // The listing tells it from a token waiting for ID&V, which the call centre may activate.
+        let listed = try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens
+        #expect(listed.map(\.awaitingDecision) == [true] && listed.first?.state == .inactive)
         let refusal = await #expect(throws: RPCError.self) {
             try await tsp.issuerIdv.activateToken(TspV1.ActivateTokenRequest(digitalCardID: id))
         }
@@ -62,6 +65,7 @@ import TokenetWire
         tsp.issuer.release()
         let response = try await call.value
         #expect(response.decision == .declined && response.declineReason == "fraud review")
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.map(\.awaitingDecision) == [false])
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id)).events
         #expect(history.map(\.toState) == [.inactive, .deactivated])
     }

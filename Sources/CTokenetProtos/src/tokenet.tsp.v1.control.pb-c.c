@@ -341,7 +341,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descript
   (ProtobufCMessageInit) tokenet__tsp__v1__list_tokens_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_descriptors[9] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_descriptors[10] =
 {
   {
     "digital_card_id",
@@ -451,8 +451,21 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "awaiting_decision",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenSummary, awaiting_decision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__token_summary__field_indices_by_name[] = {
+  9,   /* field[9] = awaiting_decision */
   7,   /* field[7] = device_id */
   0,   /* field[0] = digital_card_id */
   5,   /* field[5] = issuer_id */
@@ -466,7 +479,7 @@ static const unsigned tokenet__tsp__v1__token_summary__field_indices_by_name[] =
 static const ProtobufCIntRange tokenet__tsp__v1__token_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor =
 {
@@ -476,7 +489,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor =
   "Tokenet__Tsp__V1__TokenSummary",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__TokenSummary),
-  9,
+  10,
   tokenet__tsp__v1__token_summary__field_descriptors,
   tokenet__tsp__v1__token_summary__field_indices_by_name,
   1,  tokenet__tsp__v1__token_summary__number_ranges,

@@ -343,6 +343,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.TokenLifecycle.RequestReplenishment": "Asks the token's wallet to replenish now (an MG REPLENISHMENT push).",
         "tokenet.tsp.v1.TokenStateResult.status_code": "The status this token alone would have had: 0 (OK), or e.g. 9 (FAILED_PRECONDITION), 5 (NOT_FOUND).",
         "tokenet.tsp.v1.TokenStateResult.token_state": "The state after the call (unchanged when refused; UNSPECIFIED for an unknown token or another issuer's).",
+        "tokenet.tsp.v1.TokenSummary.awaiting_decision": "The token's digitization waits for its issuer's decision: INACTIVE, as a token waiting for ID&V is, but with\nnothing to verify yet, and no ID&V path activates it until the decision is recorded.",
         "tokenet.tsp.v1.TokenSummary.wallet_node_id": "The wallet node that holds the token (the node id of its certificate, tokenet://wallet/ID): two wallet nodes are\ntwo wallets, and their account and device ids may be the same names. Empty for a token made before the TSP kept it.",
         "tokenet.tsp.v1.TransactionBody.amount_minor": "In minor units of the currency (cents).",
         "tokenet.tsp.v1.TransactionBody.authn_request_id": "The AUTHN request the payment asked (AuthnBody.authn_request_id); empty for a payment that asked for none. The\nissuer app settles the request by it: the TSP's answer to the cardholder's own may have been lost on the way.",

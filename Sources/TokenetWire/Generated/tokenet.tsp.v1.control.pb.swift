@@ -71,6 +71,10 @@ extension TspV1 {
         /// two wallets, and their account and device ids may be the same names. Empty for a token made before the TSP kept it.
         public var walletNodeID: String = ""
 
+        /// The token's digitization waits for its issuer's decision: INACTIVE, as a token waiting for ID&V is, but with
+        /// nothing to verify yet, and no ID&V path activates it until the decision is recorded.
+        public var awaitingDecision: Bool = false
+
         public init() {}
 
         public init(
@@ -82,7 +86,8 @@ extension TspV1 {
             issuerID: String = "",
             walletAccountID: String = "",
             deviceID: String = "",
-            walletNodeID: String = ""
+            walletNodeID: String = "",
+            awaitingDecision: Bool = false
         ) {
             self.digitalCardID = digitalCardID
             self.scheme = scheme
@@ -93,6 +98,7 @@ extension TspV1 {
             self.walletAccountID = walletAccountID
             self.deviceID = deviceID
             self.walletNodeID = walletNodeID
+            self.awaitingDecision = awaitingDecision
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -105,6 +111,7 @@ extension TspV1 {
             self.walletAccountID = try reader.read(7)
             self.deviceID = try reader.read(8)
             self.walletNodeID = try reader.read(9)
+            self.awaitingDecision = try reader.read(10)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -117,6 +124,7 @@ extension TspV1 {
             try writer.write(7, walletAccountID)
             try writer.write(8, deviceID)
             try writer.write(9, walletNodeID)
+            try writer.write(10, awaitingDecision)
         }
     }
 }

@@ -2085,6 +2085,7 @@ extension TspV1.TokenSummary {
         base.walletAccountID = "wallet_account_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.deviceID = "device_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletNodeID = "wallet_node_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.awaitingDecision = true
         return [base]
     }
 }

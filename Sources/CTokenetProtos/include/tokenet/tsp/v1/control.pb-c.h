@@ -70,10 +70,15 @@ struct  Tokenet__Tsp__V1__TokenSummary
    * two wallets, and their account and device ids may be the same names. Empty for a token made before the TSP kept it.
    */
   char *wallet_node_id;
+  /*
+   * The token's digitization waits for its issuer's decision: INACTIVE, as a token waiting for ID&V is, but with
+   * nothing to verify yet, and no ID&V path activates it until the decision is recorded.
+   */
+  protobuf_c_boolean awaiting_decision;
 };
 #define TOKENET__TSP__V1__TOKEN_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__token_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Tsp__V1__ListTokensResponse
