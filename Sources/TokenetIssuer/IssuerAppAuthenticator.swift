@@ -261,6 +261,14 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw IssuerError(.invalidArgument, "the account's name holds a control character; use plain text")
         }
+        // Stored in the clear by the app and the TSP and shown in every listing of the accounts: a card number
+        // there would be card data outside the vault.
+        let masked = maskPAN(name)
+        guard masked == name else {
+            throw IssuerError(
+                .invalidArgument,
+                "the account's name holds a card number ('\(masked)'); name the account without it, such as Checking")
+        }
     }
 
     /// Activates every account of the user not yet in the app, in one bulk call; one result per account.

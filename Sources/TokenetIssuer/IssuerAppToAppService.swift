@@ -187,8 +187,11 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             log.info(
                 "token activated in the issuer app",
                 ["session": session.id, "digital_card_id": session.digitalCardID, "changed": "\(activated.changed)"])
-            return await finish(
+            var response = await finish(
                 session, .approved, tokenState: activated.tokenState, stateVersion: activated.stateVersion, log: log)
+            // Said, so that the cardholder's app does not report an activation that did not happen.
+            response.alreadyActive = !activated.changed
+            return response
         } catch let error as RPCError where [.unavailable, .deadlineExceeded, .cancelled].contains(error.code) {
             throw retry(RPCError(.unavailable, "cannot reach the TSP: \(error.message); try again"))
         } catch let error as RPCError {

@@ -1,5 +1,6 @@
 import Foundation
 import TokenetCard
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -161,6 +162,13 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                 .invalidArgument,
                 "activation_code is not an activation code (\(TSPAuthentication.activationCodeLength) letters and "
                     + "digits, spaces and dashes ignored); no try was used")
+        }
+        // Kept in the clear with the credentials: a card number in it would be card data outside the vault.
+        let shownName = maskPAN(request.displayName)
+        guard shownName == request.displayName else {
+            throw TSPError(
+                .invalidArgument,
+                "display_name holds a card number ('\(shownName)'); name the account without it; no try was used")
         }
         var response = TspV1.VerifyActivationResponse(referenceID: request.referenceID)
         let displayName = request.displayName.isEmpty ? "account" : String(request.displayName.prefix(64))

@@ -14,6 +14,8 @@ extension PartyText {
     static func authorizeAppSession(_ response: IssuerV1.AuthorizeAppSessionResponse) -> String {
         var line: String
         switch response.result {
+        case .approved where response.alreadyActive:
+            line = "\(response.digitalCardID): approved, but the token was ACTIVE already: nothing was activated."
         case .approved:
             line = "\(response.digitalCardID): approved; the token is \(state(response.tokenState))."
         default:

@@ -165,7 +165,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         #expect(opened.message == "card ending 0054 — sign in to activate")
         #expect(opened.digitalCardID == Self.token && opened.cardLast4 == "0054")
         let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
-        #expect(done.result == .approved && done.tokenState == .active && done.walletNotified)
+        #expect(done.result == .approved && done.tokenState == .active && done.walletNotified && !done.alreadyActive)
         #expect(tsp.inApp.withLock { $0.map(\.accessToken) } == ["at-ch-chloe"])
         let told = try #require(wallet.responses.withLock { $0.last })
         #expect(told.result == .approved && told.digitalCardID == Self.token && told.tokenState == .active)
@@ -175,6 +175,10 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
             _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
         }
         #expect(again?.code == .failedPrecondition && again?.message.contains("already finished") == true)
+        // Opened again for the token, now ACTIVE: the sign-in is approved, and says that it changed nothing.
+        let reopened = try await open()
+        let repeated = try await person.authorize(.init(sessionID: reopened.sessionID, pin: "2468"))
+        #expect(repeated.result == .approved && repeated.alreadyActive)
     }
 
     /// A wallet that does not answer (a partitioned link) does not hold the cardholder's answer: the token is

@@ -319,6 +319,13 @@ import TokenetWire
             try await app.party.app.activate(
                 code: code, referenceID: reference, displayName: "Checking\u{1B}[2J", pin: "2580")
         }
+        // Kept in the clear and listed: a card number there is refused, and not echoed.
+        await expectIssuerError(
+            .invalidArgument, "the account's name holds a card number ('My card **** **** **** 0009')"
+        ) {
+            try await app.party.app.activate(
+                code: code, referenceID: reference, displayName: "My card 4761 0000 1000 0009", pin: "2580")
+        }
         #expect(app.tsp.state.withLock { $0.verifyCalls } == 0)
         let activated = try await activate(code.lowercased(), "", link)
         #expect(activated.result == .success && activated.accountID == "acc-alice-checking")

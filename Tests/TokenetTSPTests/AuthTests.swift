@@ -119,6 +119,12 @@ import TokenetWire
             try await auth.authentication.verifyActivation(
                 .init(activationCode: String(repeating: "A", count: 100_000), referenceID: activations[2].referenceID))
         }
+        await expectRPCError(.invalidArgument, "display_name holds a card number ('************0009')") {
+            try await auth.authentication.verifyActivation(
+                .init(
+                    activationCode: "ABCDEFGHJK", referenceID: activations[2].referenceID,
+                    displayName: "4761000010000009"))
+        }
         await expectRPCError(.invalidArgument, "reference_id is not one the TSP gives") {
             try await auth.authentication.verifyActivation(
                 .init(activationCode: "ABCDEFGHJK", referenceID: "ref-" + String(repeating: "r", count: 100_000)))

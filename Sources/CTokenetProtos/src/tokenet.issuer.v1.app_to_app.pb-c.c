@@ -405,7 +405,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_app_session_requ
   (ProtobufCMessageInit) tokenet__issuer__v1__authorize_app_session_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_app_session_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_app_session_response__field_descriptors[7] =
 {
   {
     "digital_card_id",
@@ -479,8 +479,21 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_app_session
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "already_active",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AuthorizeAppSessionResponse, already_active),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__authorize_app_session_response__field_indices_by_name[] = {
+  6,   /* field[6] = already_active */
   0,   /* field[0] = digital_card_id */
   2,   /* field[2] = reason */
   1,   /* field[1] = result */
@@ -491,7 +504,7 @@ static const unsigned tokenet__issuer__v1__authorize_app_session_response__field
 static const ProtobufCIntRange tokenet__issuer__v1__authorize_app_session_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_app_session_response__descriptor =
 {
@@ -501,7 +514,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_app_session_resp
   "Tokenet__Issuer__V1__AuthorizeAppSessionResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AuthorizeAppSessionResponse),
-  6,
+  7,
   tokenet__issuer__v1__authorize_app_session_response__field_descriptors,
   tokenet__issuer__v1__authorize_app_session_response__field_indices_by_name,
   1,  tokenet__issuer__v1__authorize_app_session_response__number_ranges,

@@ -50,6 +50,7 @@ extension ProtoRegistry {
         "tokenet.issuer.v1.AppNotificationsResponse.next_page_token": "The page_token of the next page; empty on the last page.",
         "tokenet.issuer.v1.AuthorizeAppSessionRequest.deny": "The cardholder declines instead of signing in.",
         "tokenet.issuer.v1.AuthorizeAppSessionRequest.pin": "The PIN the cardholder types into the app; unlocks their credential for the sign-in.",
+        "tokenet.issuer.v1.AuthorizeAppSessionResponse.already_active": "APPROVED for a token the TSP held ACTIVE already: the sign-in changed nothing.",
         "tokenet.issuer.v1.AuthorizeAppSessionResponse.reason": "FAILURE: why (also sent to the wallet).",
         "tokenet.issuer.v1.AuthorizeAppSessionResponse.wallet_notified": "False when the wallet could not be told (wallet_error says why; the issuer waits 5 s for it); the TSP's token\nis what it says regardless, and the TSP tells the wallet of an activation itself.",
         "tokenet.issuer.v1.AuthorizeDigitizationRequest.digital_card_id": "The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it.",

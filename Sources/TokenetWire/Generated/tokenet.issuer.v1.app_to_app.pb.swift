@@ -152,6 +152,9 @@ extension IssuerV1 {
 
         public var walletError: String = ""
 
+        /// APPROVED for a token the TSP held ACTIVE already: the sign-in changed nothing.
+        public var alreadyActive: Bool = false
+
         public init() {}
 
         public init(
@@ -160,7 +163,8 @@ extension IssuerV1 {
             reason: String = "",
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             walletNotified: Bool = false,
-            walletError: String = ""
+            walletError: String = "",
+            alreadyActive: Bool = false
         ) {
             self.digitalCardID = digitalCardID
             self.result = result
@@ -168,6 +172,7 @@ extension IssuerV1 {
             self.tokenState = tokenState
             self.walletNotified = walletNotified
             self.walletError = walletError
+            self.alreadyActive = alreadyActive
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -177,6 +182,7 @@ extension IssuerV1 {
             self.tokenState = try reader.read(4)
             self.walletNotified = try reader.read(5)
             self.walletError = try reader.read(6)
+            self.alreadyActive = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -186,6 +192,7 @@ extension IssuerV1 {
             try writer.write(4, tokenState)
             try writer.write(5, walletNotified)
             try writer.write(6, walletError)
+            try writer.write(7, alreadyActive)
         }
     }
 }

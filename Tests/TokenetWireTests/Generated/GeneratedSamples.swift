@@ -553,6 +553,7 @@ extension IssuerV1.AuthorizeAppSessionResponse {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.walletNotified = true
         base.walletError = "wallet_error-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.alreadyActive = true
         return [base]
     }
 }

@@ -101,10 +101,14 @@ struct  Tokenet__Issuer__V1__AuthorizeAppSessionResponse
    */
   protobuf_c_boolean wallet_notified;
   char *wallet_error;
+  /*
+   * APPROVED for a token the TSP held ACTIVE already: the sign-in changed nothing.
+   */
+  protobuf_c_boolean already_active;
 };
 #define TOKENET__ISSUER__V1__AUTHORIZE_APP_SESSION_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__authorize_app_session_response__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__WALLET__V1__BANKING_APP_ACTIVATION_RESULT__BANKING_APP_ACTIVATION_RESULT_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, TOKENET__WALLET__V1__BANKING_APP_ACTIVATION_RESULT__BANKING_APP_ACTIVATION_RESULT_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 /* Tokenet__Issuer__V1__OpenAppRequest methods */
