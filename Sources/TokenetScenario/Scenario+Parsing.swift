@@ -231,7 +231,7 @@ extension Scenario {
             case "call":
                 let (partyWord, afterParty) = rest.firstWord()
                 let (method, request) = afterParty.firstWord()
-                let party = try party(partyWord, number)
+                let party = try party(partyWord, number, for: keyword)
                 guard !method.isEmpty else { throw fail("call \(party) needs a method (pkg.Service/Method)") }
                 guard method.contains("/") || method.contains(".") else {
                     throw fail("call: '\(method)' is not a method; write it as pkg.Service/Method")
@@ -393,7 +393,7 @@ extension Scenario {
                 guard command != .status else { throw fail("fault \(link): status is for tokenet proxy's console") }
                 steps.append(ScenarioStep(line: number, .fault(link, command)))
             case "stop", "kill", "start", "pause", "resume":
-                let party = try party(rest, number)
+                let party = try party(rest, number, for: keyword)
                 let node = "\(keyword) \(party): \(party)-node"
                 switch keyword {
                 case "start":
@@ -458,7 +458,7 @@ extension Scenario {
                     "\(keyword) NAME PARTY METHOD: '\(clipped(name))' is not a name (an ASCII letter or _, then ASCII "
                         + "letters, digits, _ or -)")
             }
-            let party = try party(partyWord, number)
+            let party = try party(partyWord, number, for: keyword)
             guard method.contains("/") || method.contains(".") else {
                 throw fail("\(keyword) \(name): '\(clipped(method))' is not a method; write it as pkg.Service/Method")
             }
@@ -489,10 +489,12 @@ extension Scenario {
             return ScenarioEncrypt(name: words[0], cardNumber: words[1], expiry: words[2], securityCode: code)
         }
 
-        private func party(_ word: String, _ number: Int) throws(ScenarioError) -> ScenarioParty {
+        /// The party a step names; a refusal names the step (`stop: expected a party …`), as the others do.
+        private func party(_ word: String, _ number: Int, for keyword: String) throws(ScenarioError) -> ScenarioParty {
             guard let party = ScenarioParty(rawValue: word) else {
                 let shown = word.isEmpty ? "nothing" : "'\(clipped(word))'"
-                throw ScenarioError(.syntax, "\(number): expected a party (tsp, issuer or wallet), got \(shown)")
+                throw ScenarioError(
+                    .syntax, "\(number): \(keyword): expected a party (tsp, issuer or wallet), got \(shown)")
             }
             return party
         }

@@ -516,7 +516,9 @@ struct ScenarioCommand {
                 // Its values are saved only as the script runs: the JSON is checked with stand-ins for them, for
                 // its syntax alone (a stand-in is no value of the field's type).
                 func notJSON(_ message: String) -> CLIError {
-                    CLIError(.usage, "\(place): \(keyword): the request is not JSON: \(maskPAN(message))")
+                    // The splitter's own messages start with "call: ", as `tokenet call` shows them.
+                    let message = message.hasPrefix("call: ") ? String(message.dropFirst(6)) : message
+                    return CLIError(.usage, "\(place): \(keyword): the request is not JSON: \(maskPAN(message))")
                 }
                 let texts: [String]
                 do {

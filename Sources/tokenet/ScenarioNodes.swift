@@ -214,11 +214,19 @@ final class ScenarioNodes {
             if process.waitForExit(seconds: 0.05) {
                 throw CLIError(.node, "\(process.name) \(process.outcome) before registering with the TSP")
             }
+            // The TSP it registers with ending meanwhile is said at once, by its name, with its last words: the
+            // wait ran to its end and blamed the issuer, pointing at a log the run had removed by then.
+            for other in running.values where other !== process && other.hasExited {
+                throw CLIError(
+                    .node,
+                    "\(other.name) \(other.outcome) while \(process.name) was registering with it\n\(other.stderrTail())"
+                )
+            }
             guard Date() < deadline else {
                 throw CLIError(
                     .node,
-                    "\(process.name) did not register with the TSP within \(sandbox.timeout) s (see \(process.stderrURL.path))"
-                )
+                    "\(process.name) did not register with the TSP within \(sandbox.timeout) s; its log ends:\n"
+                        + process.stderrTail())
             }
         }
     }

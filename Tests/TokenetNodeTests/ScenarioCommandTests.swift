@@ -445,6 +445,11 @@ import TokenetTransport
                 ":3: call: the request is not JSON: unexpected end of JSON inside an object at byte 24"
             ),
             (
+                // The splitter's own message, named once as the line's.
+                #"call tsp tokenet.tsp.v1.TspControl/TokenHistory {"digitalCardId": "${t}"} x"#,
+                ":3: call: the request is not JSON: the request JSON has trailing characters at byte "
+            ),
+            (
                 #"expect OK {"tokens": [{"digitalCardId": "${t}",}]}"#,
                 ":3: expect OK takes one JSON object; trailing comma before '}' at byte 36"
             ),
