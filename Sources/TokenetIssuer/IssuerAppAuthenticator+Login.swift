@@ -117,7 +117,8 @@ extension IssuerAppAuthenticator {
                 deviceCredentialID: account.deviceCredentialID,
                 deviceCode: try Self.code(credentials.device, counters.device))
             return try await self.givingBack(counters, of: account, ifNeverSent: 1) {
-                try await TspV1.Authentication.Client(caller).login(request)
+                try await TspV1.Authentication.Client(caller).login(
+                    request, options: IssuerEnrolmentBackend.tspOptions)
             }
         }
     }
@@ -136,7 +137,8 @@ extension IssuerAppAuthenticator {
                 credentialID: failed, firstCode: try Self.code(hotp, isUser ? first.user : first.device),
                 secondCode: try Self.code(hotp, isUser ? second.user : second.device))
             return try await self.givingBack(first, of: account, ifNeverSent: 2) {
-                try await TspV1.Authentication.Client(caller).resync(request)
+                try await TspV1.Authentication.Client(caller).resync(
+                    request, options: IssuerEnrolmentBackend.tspOptions)
             }
         }
         logger.info(

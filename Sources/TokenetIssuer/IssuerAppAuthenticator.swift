@@ -168,7 +168,8 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         let name = displayName.isEmpty ? enrolment.accountID : displayName
         let response = try await IssuerEnrolmentBackend.calling("activate the account") { () async throws in
             try await TspV1.Authentication.Client(try self.backend.caller()).verifyActivation(
-                .init(activationCode: code, referenceID: referenceID, serverURL: "", displayName: name))
+                .init(activationCode: code, referenceID: referenceID, serverURL: "", displayName: name),
+                options: IssuerEnrolmentBackend.tspOptions)
         }
         var answer = IssuerV1.AppActivateResponse(
             result: response.result, userID: enrolment.userID, accountID: enrolment.accountID,
@@ -309,7 +310,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                         .init(
                             activationCode: $0.activationCode, referenceID: $0.referenceID,
                             serverURL: $0.activationURL, displayName: $0.accountID)
-                    }))
+                    }), options: IssuerEnrolmentBackend.tspOptions)
         }
         var pendingUser = newUser
         for result in response.results {
@@ -424,7 +425,8 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         do {
             removed = try await IssuerEnrolmentBackend.calling("revoke the account's credentials") {
                 () async throws in
-                try await TspV1.Authentication.Client(try self.backend.caller()).removeCredentials(request)
+                try await TspV1.Authentication.Client(try self.backend.caller()).removeCredentials(
+                    request, options: IssuerEnrolmentBackend.tspOptions)
             }
         } catch {
             throw IssuerError(

@@ -28,6 +28,8 @@ final class FakeTSPAuth: Sendable {
         var next = 0
         /// Holds the first login that arrives for up to a second, or until a second one arrives and is answered
         /// first: the order two logins sent at once may reach a TSP in.
+        /// Answers no login for a minute, as a TSP that hangs.
+        var hangLogins = false
         var holdFirstLogin = false
         var held = 0
         /// Logins answered while another was held.
@@ -133,6 +135,7 @@ final class FakeTSPAuth: Sendable {
         }
 
         func login(_ request: TspV1.LoginRequest, context: ServerContext) async throws -> TspV1.LoginResponse {
+            if fake.state.withLock({ $0.hangLogins }) { try await Task.sleep(for: .seconds(60)) }
             let hold = fake.state.withLock { state in
                 defer { state.holdFirstLogin = false }
                 if state.held > 0 { state.overtaking += 1 }

@@ -496,6 +496,25 @@ import TokenetWire
         #expect(try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580").results.isEmpty)
     }
 
+    /// A TSP that does not answer is named before the app's caller's deadline: the caller got its own bare
+    /// DEADLINE_EXCEEDED after the whole of it, though the issuer knew the TSP was the one not answering.
+    @Test func aTSPThatDoesNotAnswerIsNamedWithinTheCallersDeadline() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        app.tsp.state.withLock { $0.hangLogins = true }
+        var router = RPCRouter()
+        IssuerAppAuthService(app: app.party.app).register(on: &router)
+        let client = IssuerV1.IssuerAppAuth.Client(Support.connect(router, as: .operator))
+        let refusal = await Support.rpcError {
+            _ = try await client.login(
+                .init(userID: "ch-alice", pin: "2580"), options: CallOptions(timeout: .seconds(3)))
+        }
+        #expect(refusal?.code == .unavailable, "\(String(describing: refusal))")
+        #expect(refusal?.message.hasPrefix("cannot log in at the TSP (DEADLINE_EXCEEDED)") == true)
+    }
+
     @Test func loginUsesEachCounterOnceAndNeedsThePIN() async throws {
         let app = try App.make()
         await expectIssuerError(.notFound, "has not activated") {
