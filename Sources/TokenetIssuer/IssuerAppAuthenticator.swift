@@ -396,12 +396,13 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         guard try store.accounts(ofCardholder: userID) != nil else {
             throw IssuerError(.notFound, "the issuer has no user \"\(userID)\"")
         }
+        let user = try store.appUser(userID)
         return IssuerV1.AppAccountsResponse(
             accounts: try store.appAccounts(userID).map {
                 IssuerV1.AppAccount(
                     accountID: $0.accountID, displayName: $0.displayName, activatedAtMs: $0.activatedAtMs)
             },
-            pinSet: try store.appUser(userID) != nil)
+            pinSet: user != nil, pinLocked: (user?.pinFailures ?? 0) >= Self.maxPINFailures)
     }
 
     /// Removes an account from the app, as the signed-in user does: the PIN first (a wrong one uses a try, a locked

@@ -94,7 +94,10 @@ enum IssuerAppCommand {
                     .init(userID: user), options: callOptions)
             },
             text: { response, _ in
-                let pin = response.pinSet ? "PIN set." : "No PIN set yet."
+                let pin =
+                    response.pinLocked
+                    ? "PIN set; the app is locked after too many wrong PINs (tokenet issuer unlock ADDR \(user))."
+                    : response.pinSet ? "PIN set." : "No PIN set yet."
                 guard !response.accounts.isEmpty else { return "No account is activated in \(user)'s app. \(pin)" }
                 return PartyText.table(
                     ["ACCOUNT", "NAME", "ACTIVATED"],

@@ -466,7 +466,12 @@ import TokenetWire
         await expectIssuerError(.locked, "the app is locked") {
             _ = try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580")
         }
-        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
+        let accounts = try app.party.app.accounts(userID: "ch-alice")
+        #expect(accounts.accounts.count == 1)
+        // The app's view says it is locked: it said only "PIN set", though every PIN was refused.
+        #expect(accounts.pinSet && accounts.pinLocked)
+        _ = try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "")
+        #expect(try !app.party.app.accounts(userID: "ch-alice").pinLocked)
     }
 
     @Test func linkedAccountsActivateInBulkWithAResultEach() async throws {

@@ -1239,7 +1239,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_account__descriptor =
   (ProtobufCMessageInit) tokenet__issuer__v1__app_account__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_accounts_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_accounts_response__field_descriptors[3] =
 {
   {
     "accounts",
@@ -1265,15 +1265,28 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_accounts_response
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pin_locked",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppAccountsResponse, pin_locked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__app_accounts_response__field_indices_by_name[] = {
   0,   /* field[0] = accounts */
+  2,   /* field[2] = pin_locked */
   1,   /* field[1] = pin_set */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__app_accounts_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_accounts_response__descriptor =
 {
@@ -1283,7 +1296,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_accounts_response__des
   "Tokenet__Issuer__V1__AppAccountsResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppAccountsResponse),
-  2,
+  3,
   tokenet__issuer__v1__app_accounts_response__field_descriptors,
   tokenet__issuer__v1__app_accounts_response__field_indices_by_name,
   1,  tokenet__issuer__v1__app_accounts_response__number_ranges,

@@ -31,6 +31,7 @@ extension ProtoRegistry {
         "tokenet.health.v1.Health.Watch": "The current status, then every change, until the call ends. A service the node does not serve is reported\nSERVICE_UNKNOWN and the stream stays open (as gRPC's Watch does), where Check answers NOT_FOUND.",
         "tokenet.health.v1.HealthCheckRequest.service": "The service to check, such as \"tokenet.tsp.v1.Provisioning\"; empty for the node as a whole.",
         "tokenet.issuer.v1.ActivateLinkedRequest.pin": "Needed only when the user has no PIN yet (it is then set) or to confirm the existing one.",
+        "tokenet.issuer.v1.AppAccountsResponse.pin_locked": "True when the app is locked after too many wrong PINs: every PIN operation is refused until the issuer unlocks\nit (tokenet issuer unlock).",
         "tokenet.issuer.v1.AppActivateRequest.link": "The otp:// link of the activation message (otp://p?u=SERVER&n=USER&c=CODE&r=REFERENCE), as the user opens it:\nit carries the code and the reference id, so activation_code and reference_id stay empty (or match it).",
         "tokenet.issuer.v1.AppActivateRequest.pin": "The PIN: set by the first account, checked for later ones. Empty for a later account is refused.",
         "tokenet.issuer.v1.AppActivateResponse.pin_set": "True when this activation set the user's PIN.",

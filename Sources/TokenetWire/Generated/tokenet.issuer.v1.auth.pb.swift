@@ -315,21 +315,28 @@ extension IssuerV1 {
 
         public var pinSet: Bool = false
 
+        /// True when the app is locked after too many wrong PINs: every PIN operation is refused until the issuer unlocks
+        /// it (tokenet issuer unlock).
+        public var pinLocked: Bool = false
+
         public init() {}
 
-        public init(accounts: [IssuerV1.AppAccount] = [], pinSet: Bool = false) {
+        public init(accounts: [IssuerV1.AppAccount] = [], pinSet: Bool = false, pinLocked: Bool = false) {
             self.accounts = accounts
             self.pinSet = pinSet
+            self.pinLocked = pinLocked
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.accounts = try reader.readRepeatedMessages(1)
             self.pinSet = try reader.read(2)
+            self.pinLocked = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: accounts)
             try writer.write(2, pinSet)
+            try writer.write(3, pinLocked)
         }
     }
 }

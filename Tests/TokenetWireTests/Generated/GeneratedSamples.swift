@@ -378,6 +378,7 @@ extension IssuerV1.AppAccountsResponse {
         var base = Self()
         base.accounts = [IssuerV1.AppAccount.samples()[0], IssuerV1.AppAccount.samples()[0]]
         base.pinSet = true
+        base.pinLocked = true
         return [base]
     }
 }

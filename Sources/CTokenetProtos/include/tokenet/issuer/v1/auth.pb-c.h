@@ -164,10 +164,15 @@ struct  Tokenet__Issuer__V1__AppAccountsResponse
   size_t n_accounts;
   Tokenet__Issuer__V1__AppAccount **accounts;
   protobuf_c_boolean pin_set;
+  /*
+   * True when the app is locked after too many wrong PINs: every PIN operation is refused until the issuer unlocks
+   * it (tokenet issuer unlock).
+   */
+  protobuf_c_boolean pin_locked;
 };
 #define TOKENET__ISSUER__V1__APP_ACCOUNTS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_accounts_response__descriptor) \
-    , 0,NULL, 0 }
+    , 0,NULL, 0, 0 }
 
 
 struct  Tokenet__Issuer__V1__ActivateLinkedRequest
