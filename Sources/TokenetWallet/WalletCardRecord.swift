@@ -92,13 +92,27 @@ public struct WalletCardRecord: Sendable, Equatable {
         status == .pendingTerms && result == nil && digitizeRequestID != nil ? "DIGITIZING" : status.rawValue
     }
 
+    /// `shownStatus` at `nowMs`: TERMS_EXPIRED for a card whose T&C still wait but whose eligibility has run out
+    /// (PENDING_TERMS read as if accept-terms would still work, which then said the eligibility had expired).
+    public func shownStatus(at nowMs: UInt64) -> String {
+        let shown = shownStatus
+        guard shown == WalletCardStatus.pendingTerms.rawValue, receiptExpiresAtMs != 0, receiptExpiresAtMs <= nowMs
+        else { return shown }
+        return "TERMS_EXPIRED"
+    }
+
     /// Why a command that needs the card's token refuses it: it has none, or none the wallet has heard of yet.
     var noDigitalCard: String {
         let shown = shownStatus
-        return "\(cardRef) has no digital card (status \(shown))"
-            + (shown == "DIGITIZING"
-                ? "; its digitization has no answer yet: accept its T&C again (tokenet wallet accept-terms) to get it"
-                : "")
+        let hint =
+            switch shown {
+            case "DIGITIZING":
+                "; its digitization has no answer yet: accept its T&C again (tokenet wallet accept-terms) to get it"
+            case WalletCardStatus.pendingTerms.rawValue:
+                "; accept its T&C first (tokenet wallet accept-terms)"
+            default: ""
+            }
+        return "\(cardRef) has no digital card (status \(shown))\(hint)"
     }
 
     /// The card as `ListCards` shows it, with its account also when it was stored before accounts were recorded.

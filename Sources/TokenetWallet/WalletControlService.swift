@@ -320,13 +320,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             return WalletV1.ListWalletCardsResponse(
                 cards: listed.map { card in
                     var shown = card.walletCard(configured: configuration.walletAccountID)
-                    // PENDING_TERMS read as if accept-terms would still work, which then said the eligibility had
-                    // expired.
-                    if shown.status == WalletCardStatus.pendingTerms.rawValue, card.receiptExpiresAtMs != 0,
-                        card.receiptExpiresAtMs <= nowMs
-                    {
-                        shown.status = "TERMS_EXPIRED"
-                    }
+                    shown.status = card.shownStatus(at: nowMs)
                     return shown
                 }, nextPageToken: next)
         }

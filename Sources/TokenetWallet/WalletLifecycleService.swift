@@ -132,7 +132,10 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             logger.withTraceID(context.traceID).info(
                 "card without a token removed from the wallet; the TSP holds nothing of it",
                 ["card_ref": card.cardRef, "status": card.status.rawValue, "reason": request.reasonCode])
-            return WalletV1.WalletChangeCardStateResponse(card: card.walletCard, removed: true)
+            // As `cards` listed it: a card whose T&C expired said PENDING_TERMS here.
+            var removed = card.walletCard
+            removed.status = card.shownStatus(at: UInt64(max(0, Date().timeIntervalSince1970 * 1000)))
+            return WalletV1.WalletChangeCardStateResponse(card: removed, removed: true)
         }
     }
 

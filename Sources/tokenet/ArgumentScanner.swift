@@ -1,7 +1,8 @@
 /// Splits a command's arguments into options and operands by the one rule every `tokenet` command follows.
 ///
 /// An option that takes a value takes the next argument as it, whatever it reads (`--reason --help` gives the reason
-/// "--help"), or the text after `=` (`--reason=X`, `-d={}`); `--` ends the options. Asking for help
+/// "--help"), but another of the command's valued options (`--pan --exp 12/29`: a value left out), or the text after
+/// `=` (`--reason=X`, `-d={}`, also `--pan=--exp`); `--` ends the options. Asking for help
 /// (`Subcommand.asksForHelp`) and every command's parser go through here with the same set of valued options, so
 /// that they cannot disagree on where a value stands: when each parser walked the arguments its own way, `--help`
 /// as a value was a request for help in one place and a value in the next.
@@ -63,8 +64,17 @@ struct ArgumentScanner {
         }
         if let inline { return .valued(name, inline) }
         guard index < arguments.count else { throw CLIError(.usage, "\(command): \(name) needs a value") }
+        let value = arguments[index]
+        // Taken as the value, it left its own option without one, and the refusal named that option instead
+        // (`--pan --exp 12/29`: "--pan needs --exp MM/YY", though --exp was given).
+        if valued.contains(value) {
+            throw CLIError(
+                .usage,
+                "\(command): \(name) needs a value, but the option \(value) follows it; give \(name)'s value (or write "
+                    + "\(name)=\(value) if that is the value)")
+        }
         index += 1
-        return .valued(name, arguments[index - 1])
+        return .valued(name, value)
     }
 
     /// Whether `--help` or `-h` stands where an option may: not as an option's value nor after `--`.

@@ -514,7 +514,7 @@ import TokenetWire
         let client = IssuerV1.IssuerAppAuth.Client(Support.connect(router, as: .operator))
         let refusal = await Support.rpcError {
             _ = try await client.login(
-                .init(userID: "ch-alice", pin: "2580"), options: CallOptions(timeout: .seconds(3)))
+                .init(userID: "ch-alice", pin: "2580"), options: CallOptions(timeout: .seconds(10)))
         }
         #expect(refusal?.code == .unavailable, "\(String(describing: refusal))")
         #expect(refusal?.message.hasPrefix("cannot log in at the TSP (DEADLINE_EXCEEDED)") == true)

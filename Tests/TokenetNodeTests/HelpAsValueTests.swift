@@ -74,6 +74,21 @@ import TokenetTestSupport
         #expect(!result.stderr.isEmpty && !result.stderr.contains("needs a value"), "\(shown): \(result.stderr)")
     }
 
+    /// A valued option followed by another of the command's valued options has had its value left out: said, naming
+    /// it. The second option was taken as its value, and the refusal blamed the second (`--pan needs --exp MM/YY`,
+    /// `unexpected arguments: 123`).
+    @Test(arguments: [
+        (["wallet", "add-card", "127.0.0.1:1", "--pan", "--exp", "12/29"], "--pan", "--exp"),
+        (["wallet", "add-card", "127.0.0.1:1", "--pan", "--cvc", "123", "--exp", "12/29"], "--pan", "--cvc"),
+        (["wallet", "add-card", "127.0.0.1:1", "--push-session", "--language", "es"], "--push-session", "--language"),
+    ])
+    func aValuedOptionFollowedByAnotherIsNamed(arguments: [String], option: String, next: String) throws {
+        let result = try runTokenet(arguments)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("\(option) needs a value, but the option \(next) follows it"), "\(result.stderr)")
+    }
+
     /// The help is still there wherever an option may stand, also after a valued option with its value and after
     /// the action of a party command.
     @Test(arguments: [

@@ -229,6 +229,10 @@ import TokenetWire
                 try await wallet.control.acceptTerms(.init(cardRef: ref))
             }
         }
+        // Removed as it was listed: the answer said PENDING_TERMS.
+        let removed = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: manual.cardRef, action: .delete, reasonCode: "USER_REQUEST"))
+        #expect(removed.removed && removed.card?.status == "TERMS_EXPIRED")
     }
 
     @Test func unknownAndMalformedCardReferences() async throws {

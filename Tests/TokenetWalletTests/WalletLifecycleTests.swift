@@ -187,7 +187,9 @@ import TokenetWire
         _ = try await wallet.control.addCard(WalletHarness.manual("4111111111111129"))
         if status == .declined { _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
         #expect(try wallet.store.card(ref: "card-1").status == status)
-        await expectRPCError(.failedPrecondition, "card-1 has no digital card (status \(status.rawValue))") {
+        // A card whose T&C wait says what to do first.
+        let next = status == .pendingTerms ? "; accept its T&C first (tokenet wallet accept-terms)" : ""
+        await expectRPCError(.failedPrecondition, "card-1 has no digital card (status \(status.rawValue))\(next)") {
             try await wallet.lifecycle.changeCardState(
                 .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
         }
