@@ -18,7 +18,10 @@ extension JSONValue {
                 inner.components.append(.key(key))
                 guard let member = members.first(where: { JSONValue.sameField($0.key, key) }) else {
                     if value.isDefault { continue }
-                    return "\(inner): missing, expected \(value.text())"
+                    // A field left out holds its default: `eligible: missing` read as if the response lacked the
+                    // field, where it said false.
+                    guard let held = value.defaultText else { return "\(inner): missing, expected \(value.text())" }
+                    return "\(inner): expected \(value.text()), got \(held) (left out, as proto3 JSON leaves a default)"
                 }
                 if let reason = member.value.mismatch(containing: value, at: inner) { return reason }
             }
@@ -57,6 +60,17 @@ extension JSONValue {
 
     private func label(_ path: JSONPath) -> String {
         path.components.isEmpty ? "the response" : path.description
+    }
+
+    /// The default of this value's kind as JSON, which a field left out holds; nil for a message, which is not set.
+    var defaultText: String? {
+        switch self {
+        case .bool: "false"
+        case .number: "0"
+        case .string: "\"\""
+        case .array: "[]"
+        case .object, .null: nil
+        }
     }
 
     /// Whether proto3 JSON would leave this value out of a message.

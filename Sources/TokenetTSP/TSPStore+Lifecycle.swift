@@ -260,7 +260,7 @@ extension TSPStore {
                     guard transaction.authnStatus == status else {
                         throw TSPError(
                             .failedPrecondition,
-                            "authentication request \"\(authnRequestID)\" was already answered \(transaction.authnStatus)"
+                            "authentication request \"\(authnRequestID)\" was already answered: \(transaction.authnStatus)"
                         )
                     }
                     return (transaction, false, token.state)

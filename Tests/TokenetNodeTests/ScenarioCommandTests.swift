@@ -87,7 +87,8 @@ import TokenetTransport
         #expect(!result.stdout.contains("give the address it listens on"), "\(result.stdout)")
         #expect(
             result.stderr.contains(
-                #"FAILED at line 5: tokens: missing, expected [{"state":"TOKEN_STATE_ACTIVE"}]"#), "\(result.stderr)")
+                #"FAILED at line 5: tokens: expected [{"state":"TOKEN_STATE_ACTIVE"}], got [] (left out, as proto3 JSON leaves a default)"#
+            ), "\(result.stderr)")
         #expect(!result.stdout.contains("not reached"))
         // The failed call's path through the nodes, from their logs.
         #expect(result.stderr.contains("What the nodes logged for trace "), "\(result.stderr)")
@@ -715,7 +716,8 @@ import TokenetTransport
         let failure = try #require(cases.last?.elements(forName: "failure").first)
         #expect(
             failure.attribute(forName: "message")?.stringValue
-                == #"FAILED at line 2: tokens: missing, expected [{"state":"TOKEN_STATE_ACTIVE"}]"#)
+                == #"FAILED at line 2: tokens: expected [{"state":"TOKEN_STATE_ACTIVE"}], got [] (left out, as proto3 JSON leaves a default)"#
+        )
         #expect(failure.stringValue?.contains("What the nodes logged for trace") == true)
     }
 

@@ -22,7 +22,16 @@ import TokenetWire
         #expect(
             response.mismatch(containing: try json(#"{"card": {"state": "B"}}"#))
                 == #"card.state: expected "B", got "A""#)
-        #expect(response.mismatch(containing: try json(#"{"reason": "x"}"#)) == #"reason: missing, expected "x""#)
+        #expect(
+            response.mismatch(containing: try json(#"{"reason": "x"}"#))
+                == #"reason: expected "x", got "" (left out, as proto3 JSON leaves a default)"#)
+        // A false left out is false, not missing; a message left out is not set.
+        #expect(
+            try json("{}").mismatch(containing: try json(#"{"eligible": true}"#))
+                == "eligible: expected true, got false (left out, as proto3 JSON leaves a default)")
+        #expect(
+            try json("{}").mismatch(containing: try json(#"{"card": {"state": "A"}}"#))
+                == #"card: missing, expected {"state":"A"}"#)
         #expect(
             response.mismatch(containing: try json(#"{"eligible": false}"#)) == "eligible: expected false, got true")
         #expect(

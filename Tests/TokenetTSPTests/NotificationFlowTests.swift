@@ -111,7 +111,7 @@ import TokenetWire
         #expect(answer.transactionID == response.transactionID)
         let again = try await issuer.answerAuthn(.init(authnRequestID: body.authnRequestID, proceed: true))
         #expect(again.status == "PROCEEDED")
-        await expectRPCError(.failedPrecondition, "already answered PROCEEDED") {
+        await expectRPCError(.failedPrecondition, "already answered: PROCEEDED") {
             try await issuer.answerAuthn(.init(authnRequestID: body.authnRequestID, proceed: false))
         }
         await expectRPCError(.notFound, "no authentication request") {
