@@ -82,4 +82,53 @@ import TokenetWire
         }
         #expect(shown.tree.contains("1 message response"), "\(shown.tree)")
     }
+
+    /// Messages of a known type whose bytes do not parse as it: a ManualCard with a stray byte at its end, and a
+    /// request with a field that runs past its end. The protobuf dissector read the security code before the
+    /// fault, and the fallback masked card numbers only.
+    @Test func aMessageThatDoesNotParseAsItsTypeIsWithheld() async throws {
+        let card = try WalletV1.ManualCard(pan: "4761000010000009", expiry: "12/29", cvc: "123").serializedData()
+        let brokenCard = Data([0x0a, UInt8(card.count + 1)]) + card + Data([0xff])
+        let truncated = try Self.request() + Data([0x0a, 0x40])
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40043)
+        capture.send(
+            try PlaintextCapture.bytes([
+                DissectorCaptureTests.hello(),
+                WireV1.Frame(streamID: 1, kind: .callStart(WireV1.CallStart(method: Self.addCard))),
+                WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: brokenCard))),
+                WireV1.Frame(streamID: 3, kind: .callStart(WireV1.CallStart(method: Self.addCard))),
+                WireV1.Frame(streamID: 3, kind: .message(WireV1.Message(data: truncated))),
+            ]), on: &connection, fromClient: true)
+        let shown = try await Self.shown(capture)
+        for text in [shown.tree, shown.pdml] {
+            #expect(!text.contains("313233") && !text.contains("31:32:33"), "\(text)")
+            #expect(!text.contains("cvc"), "\(text)")
+        }
+        for size in [brokenCard.count, truncated.count] {
+            #expect(
+                shown.tree.contains(
+                    "Message data: \(size) bytes withheld (they do not parse as tokenet.wallet.v1.AddCardRequest)"),
+                "\(shown.tree)")
+        }
+    }
+
+    /// A status detail's value of a type Protos/ do not have: its secrets cannot be told apart, as a message's.
+    @Test func aDetailOfAnUnknownTypeIsWithheld() async throws {
+        let detail = WireV1.StatusDetail(type: "evil.v1.CardInfo", value: try Self.request())
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40044)
+        capture.send(
+            try PlaintextCapture.bytes([
+                DissectorCaptureTests.hello(),
+                WireV1.Frame(streamID: 1, kind: .status(WireV1.Status(code: .internal, details: [detail]))),
+            ]), on: &connection, fromClient: false)
+        let shown = try await Self.shown(capture)
+        for text in [shown.tree, shown.pdml] {
+            #expect(!text.contains("313233") && !text.contains("31:32:33"), "\(text)")
+        }
+        #expect(
+            shown.tree.contains("Detail value: \(detail.value.count) bytes withheld (type not known)"),
+            "\(shown.tree)")
+    }
 }

@@ -73,6 +73,8 @@ f.status_code = ProtoField.uint64("tokenet.status.code", "Status code", base.DEC
 f.status_message = ProtoField.string("tokenet.status.message", "Status message")
 f.detail_type = ProtoField.string("tokenet.status.detail_type", "Detail type")
 f.detail_value = ProtoField.bytes("tokenet.status.detail_value", "Detail value")
+-- The length of a status detail's value whose bytes are withheld, as a message's are.
+f.detail_withheld = ProtoField.uint32("tokenet.status.detail_withheld", "Detail value withheld (bytes)", base.DEC)
 f.cancel_reason = ProtoField.string("tokenet.cancel.reason", "Cancel reason")
 f.ping_payload = ProtoField.uint64("tokenet.ping.payload", "Payload", base.HEX)
 f.last_stream_id = ProtoField.uint64("tokenet.goaway.last_stream_id", "Last stream id", base.DEC)
@@ -1137,10 +1139,11 @@ local function reads_as_message(range)
 end
 
 -- Adds to `positions` the { offset from `base`, new byte } pairs of the bytes to mask in `range`, a message of type `message_type`:
--- card numbers in its text fields by the rule above, and its secret fields whole. A message that does not parse as
--- its type says is masked as text throughout. A text field whose bytes read as a message, and a length-delimited
--- field the type does not have, are masked whole: they are another type's fields (a message read as the wrong type,
--- a newer peer's field), whose secrets cannot be told by name.
+-- card numbers in its text fields by the rule above, and its secret fields whole. A text field whose bytes read as a
+-- message, and a length-delimited field the type does not have, are masked whole: they are another type's fields (a
+-- message read as the wrong type, a newer peer's field), whose secrets cannot be told by name. Returns false when
+-- the message, or one inside it, does not parse as its known type says (or nests deeper than 32): its secret fields
+-- cannot be found, though the protobuf dissector may still show some of them, so the caller withholds it whole.
 local function message_positions(range, base, message_type, positions, depth)
     local function whole(field)
         local offset = field.range:offset() - base
@@ -1160,11 +1163,12 @@ local function message_positions(range, base, message_type, positions, depth)
     end
     local kinds = message_fields[message_type]
     local fields = read_fields(range)
-    if kinds == nil or fields == nil or depth > 32 then
+    if kinds ~= nil and (fields == nil or depth > 32) then return false end
+    if kinds == nil then
         as_text(range)
-        -- A message of a type this build lacks (a newer method's) still has its numbers masked where it reads as
-        -- fields: the protobuf dissector may show them as unknown fields.
-        if fields ~= nil and depth <= 32 then kinds = {} else return end
+        -- Bytes of no known type still have their numbers masked where they read as fields.
+        if fields == nil or depth > 32 then return true end
+        kinds = {}
     end
     for _, field in ipairs(fields) do
         local kind = kinds[field.number]
@@ -1173,8 +1177,8 @@ local function message_positions(range, base, message_type, positions, depth)
                 whole(field)
             elseif kind == "s" or kind == "b" or kind == "d" then
                 as_text(field.range)
-            else
-                message_positions(field.range, base, kind, positions, depth + 1)
+            elseif not message_positions(field.range, base, kind, positions, depth + 1) then
+                return false
             end
         elseif field.wire_type == 2 and field.range then
             -- Not in the schema (a newer peer's field, or a message read as the wrong type): what it holds cannot be
@@ -1190,15 +1194,17 @@ local function message_positions(range, base, message_type, positions, depth)
             as_numbers(numbers)
         end
     end
+    return true
 end
 
 -- A message's bytes with any card number in them masked, and the value of every secret field of its type (a
 -- message type name, when known) replaced by asterisks: the same length, so every field stays where it was. For the
 -- protobuf dissector and the tree's hex view: a new data source named so when something was masked. A message of
 -- unknown type is looked at as text throughout. Also returns whether anything was masked, and whether a number was.
+-- Nil for a message of a known type that does not parse as it: its bytes are to be withheld.
 local function masked_tvb(range, message_type)
     local positions = {}
-    message_positions(range, range:offset(), message_type or "", positions, 0)
+    if not message_positions(range, range:offset(), message_type or "", positions, 0) then return nil end
     if #positions == 0 then return range:tvb(), false, false end
     local bytes = range:bytes()
     for _, change in ipairs(positions) do bytes:set_index(change[1], change[2]) end
@@ -1368,9 +1374,11 @@ local function dissect_payload(data_range, pinfo, tree, message_type_info, messa
         tree:add_proto_expert_info(ef_payloads_skipped)
         return
     end
+    local shown = masked_tvb(data_range, message_type)
+    if shown == nil then return end
     local previous = pinfo.private["pb_msg_type"]
     pinfo.private["pb_msg_type"] = message_type_info
-    pcall(Dissector.call, protobuf, masked_tvb(data_range, message_type), pinfo, tree)
+    pcall(Dissector.call, protobuf, shown, pinfo, tree)
     pinfo.private["pb_msg_type"] = previous
 end
 
@@ -1455,6 +1463,8 @@ local function dissect_frame(range, pinfo, tree, frame)
         summary = summary .. (call and (" " .. direction) or "") .. " (" .. size .. " bytes)"
         local types = call and method_types[call.method]
         local message_type = types and types[direction]
+        local shown, masked, numbers
+        if data and data.range and message_type then shown, masked, numbers = masked_tvb(data.range, message_type) end
         if data and data.range and message_type == nil then
             -- A message whose type is not known (its call_start is not in the capture, or its method is not in
             -- Protos/): which of its fields is a security code, a PIN or an access token cannot be told, so its
@@ -1463,9 +1473,13 @@ local function dissect_frame(range, pinfo, tree, frame)
                 or "its call_start is not in the capture"
             local item = tree:add(f.data_withheld, data.whole:range(0, 1), size)
             item:set_text("Message data: " .. size .. " bytes withheld (type not known: " .. why .. ")")
+        elseif data and data.range and shown == nil then
+            -- Of a known type, but its bytes (or a message inside them) do not parse as it: where its secret fields
+            -- are cannot be told, and the protobuf dissector would still show the fields it read before the fault.
+            local item = tree:add(f.data_withheld, data.whole:range(0, 1), size)
+            item:set_text("Message data: " .. size .. " bytes withheld (they do not parse as " .. message_type .. ")")
         elseif data and data.range then
             -- The bytes as the tree shows them in hex are masked too: a card number's digits are as readable there.
-            local shown, masked, numbers = masked_tvb(data.range, message_type)
             local item = tree:add(f.data, shown:range())
             -- The tree's fields show the masked copy: a number that held a card number reads 0 there.
             if masked then
@@ -1502,11 +1516,17 @@ local function dissect_frame(range, pinfo, tree, frame)
                 end
                 -- On the type's own bytes: the detail's whole field holds its value's bytes too, unmasked.
                 local detail = tree:add(f.detail_type, type_range or field.whole:range(0, 1), escaped(detail_type))
-                if detail_value then
-                    detail:add(f.detail_value, masked_tvb(detail_value, detail_type):range())
-                    if detail_type:match("^[%w_]+[%w_.]*%.[%w_]+$") then
-                        dissect_payload(detail_value, pinfo, detail, "message," .. detail_type, detail_type)
-                    end
+                local shown = detail_value and message_fields[detail_type] and masked_tvb(detail_value, detail_type)
+                if shown then
+                    detail:add(f.detail_value, shown:range())
+                    dissect_payload(detail_value, pinfo, detail, "message," .. detail_type, detail_type)
+                elseif detail_value then
+                    -- A value of a type Protos/ do not have, or that does not parse as its type: where its secrets
+                    -- are cannot be told, as for a message, so only its length shows.
+                    local why = message_fields[detail_type] and ("they do not parse as " .. detail_type)
+                        or "type not known"
+                    local item = detail:add(f.detail_withheld, field.whole:range(0, 1), detail_value:len())
+                    item:set_text("Detail value: " .. detail_value:len() .. " bytes withheld (" .. escaped(why) .. ")")
                 end
             elseif field.number == 4 and field.wire_type == 2 then
                 add_metadata(tree, field)
