@@ -42,4 +42,34 @@ import TokenetWire
             #expect(result.stdout.contains("1 call_start \(DissectorCaptureTests.check)"), "\(result.stdout)")
         }
     }
+
+    /// Another revision of the dissector in the plugins folder (here a subfolder, which tshark loads too) is the one
+    /// that decodes, and an older one shows what this one masks: tokenet-shark refuses it, and this file, given
+    /// after it with -X lua_script:, says so.
+    @Test func anotherRevisionInstalledIsRefused() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40062)
+        capture.send(try PlaintextCapture.bytes([DissectorCaptureTests.hello()]), on: &connection, fromClient: true)
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try capture.write(to: path)
+        let home = directory.path("home")
+        let folder = home + "/.local/lib/wireshark/plugins/old"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let script = PackageRoot.path("Tools/dissector/tokenet.lua")
+        let older = try String(contentsOfFile: script, encoding: .utf8) + "-- an older revision\n"
+        try older.write(toFile: folder + "/tokenet.lua", atomically: true, encoding: .utf8)
+
+        let shark = try await Self.run(home: home, [PackageRoot.path("Tools/dissector/tokenet-shark"), "-r", path])
+        #expect(shark.status == 2, "\(shark.stdout)")
+        #expect(
+            shark.stderr.contains("\(folder)/tokenet.lua is another revision of the Tokenet dissector"),
+            "\(shark.stderr)")
+        #expect(shark.stderr.contains("remove it"), "\(shark.stderr)")
+
+        let plain = try await Self.run(home: home, ["tshark", "-X", "lua_script:\(script)", "-r", path])
+        #expect(
+            plain.stderr.contains("another revision of the Tokenet dissector (\(folder)/tokenet.lua) was loaded"),
+            "\(plain.stderr)")
+    }
 }

@@ -21,11 +21,32 @@
 -- Tools/dissector/tokenet-shark runs tshark with this script and the search paths set; Tools/dissector/install
 -- adds both to a Wireshark profile for the GUI.
 
+-- This file's path and text, to tell another copy of the dissector loaded before it from this very file.
+local own_path, own_text = "?", nil
+do
+    local source = debug and debug.getinfo(1, "S").source or ""
+    if source:sub(1, 1) == "@" then
+        own_path = source:sub(2)
+        local file = io.open(own_path, "rb")
+        if file then own_text = file:read("*a"); file:close() end
+    end
+end
+
 -- Loaded once only: with the plugin installed (Tools/dissector/install) and this file also given with
 -- -X lua_script:, the second Proto() of the same name stopped the script with a Lua error on every run. The copy
--- loaded first decodes.
+-- loaded first decodes, so one that is not this file (another checkout's, an older revision, which may show what
+-- this one masks) is an error, not a silent return.
 local registered, tokenet = pcall(Proto, "tokenet", "Tokenet RPC")
-if not registered then return end
+if not registered then
+    local loaded_text, loaded_path = rawget(_G, "tokenet_dissector_text"), rawget(_G, "tokenet_dissector_path")
+    if loaded_text == nil or loaded_text ~= own_text then
+        error("another revision of the Tokenet dissector (" .. (loaded_path or "an older copy") .. ") was loaded"
+            .. " before " .. own_path .. " and decodes in its place: run Tools/dissector/install again, or remove"
+            .. " that copy from the Lua plugins folder", 0)
+    end
+    return
+end
+_G.tokenet_dissector_text, _G.tokenet_dissector_path = own_text, own_path
 
 local status_names = {
     [0] = "OK", [1] = "CANCELLED", [2] = "UNKNOWN", [3] = "INVALID_ARGUMENT", [4] = "DEADLINE_EXCEEDED",
