@@ -17,7 +17,7 @@ enum DecodeCommand {
         if let type = options.type {
             printOut(
                 try notText(input, named: options.file, options) { () throws(CLIError) in
-                    let json = SecretFields.maskedJSON(try message(bytes, as: type))
+                    let json = SecretFields.maskedJSON(try message(bytes, as: type), as: type, .confirmed)
                     // Hex or base64 text given without its flag often reads as a message of fields the type does not
                     // have, which printed as {} with status 0: such a reading fails here, and `notText` says which
                     // flag to add. Text that is a message of the type's own fields (an id of hex digits) stands.
@@ -309,7 +309,8 @@ enum DecodeCommand {
             while let frame = try decoder.nextFrame() {
                 count += 1
                 if frame == WireV1.Frame() { empty += 1 }
-                printOut(SecretFields.maskedJSON(try DecodedFrame.json(frame, calls: &calls)))
+                printOut(
+                    SecretFields.maskedJSON(try DecodedFrame.json(frame, calls: &calls), as: WireV1.Frame.self, .frame))
             }
             try decoder.finish()
         } catch let error as CLIError {
@@ -350,7 +351,9 @@ enum DecodeCommand {
         field shows masked to its last four digits, as in the nodes' logs, and a card's security code, a PIN,
         a credential's secret, an app activation code and an access token (fields cvc, pin, secret,
         activation_code and access_token) show as "***", as does a text or bytes field whose content reads as
-        a protobuf message (another type's fields: a request decoded as a response).
+        a protobuf message (another type's fields). A message whose type only --method gives (no call_start
+        confirms it) shows every text and bytes field as "***", since a message of another type may decode as
+        one. A status detail of a type not known shows its length alone, and binary metadata shows as "***".
 
         With --type MESSAGE (a fully-qualified name, such as tokenet.tsp.v1.DigitizeRequest) the bytes are one
         serialized message of that type.

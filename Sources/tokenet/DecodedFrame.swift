@@ -19,6 +19,8 @@ enum DecodedFrame {
 
         /// Streams whose messages turned out not to be `method`'s responses, each told once.
         var notTheMethods: Set<UInt32> = []
+        /// Streams whose messages were shown as `method`'s responses with their text and bytes masked, each told once.
+        var toldGuessed: Set<UInt32> = []
         /// Whether a message of a call with no known method was told of (once per input).
         var toldUnknownCall = false
         /// The unknown methods whose messages were told of, each once.
@@ -76,7 +78,12 @@ enum DecodedFrame {
             }
             let value: String
             do {
-                value = try decoded.jsonString(options: .pretty)
+                let json = try decoded.jsonString(options: .pretty)
+                value = SecretFields.maskedJSON(json, as: type, guessed ? .guessed : .confirmed)
+                // Told only when the guess hid something: a message of numbers and enums shows as it would anyway.
+                if guessed, value != SecretFields.maskedJSON(json, as: type, .confirmed) {
+                    calls.tellGuessed(frame.streamID, type)
+                }
             } catch {
                 throw CLIError(
                     .data, "decode: the message on stream \(frame.streamID) cannot be shown as JSON",
@@ -147,5 +154,18 @@ extension DecodedFrame.Calls {
             "decode: note: the messages on stream \(streamID) are not \(type.protoName) (\(why)), so they are shown "
                 + "by their length alone: another call's, such as the CLI's reflection lookups; give the client's side with "
                 + "--calls to know every stream's method")
+    }
+}
+
+extension DecodedFrame.Calls {
+    /// Says once per stream that its messages are taken for `--method`'s responses with no call_start to confirm
+    /// it, so their text and bytes values show as "***": a message of another type that happens to decode as this
+    /// one shows its secrets there (an access token read as a card reference).
+    mutating func tellGuessed(_ streamID: UInt32, _ type: any ProtoMessage.Type) {
+        guard toldGuessed.insert(streamID).inserted else { return }
+        printError(
+            "decode: note: the messages on stream \(streamID) are read as \(type.protoName) by --method alone (no "
+                + "call_start confirms it), so their text and bytes fields show as \"***\": a message of another type "
+                + "may decode as one; give the client's side of the connection with --calls to see them")
     }
 }

@@ -12,51 +12,54 @@ enum SecretFields {
         "cvc", "pin", "secret", "activation_code", "activationCode", "access_token", "accessToken",
     ]
 
-    /// `json` (proto3 JSON as the decoders print it) with every card number masked and every secret field's value
-    /// replaced by `"***"`: what the decoders print. The JSON is read and written again, so a string is masked as
-    /// the text it holds, escapes read (a tab between a card number's groups, written `\t`, joins them as it does in
-    /// a log), and the bytes behind a base64 value are masked too: a bytes field is printed as its base64, from
-    /// which a card number written into it reads back.
-    static func maskedJSON(_ json: String) -> String {
+    /// `json` (proto3 JSON of a `type`, as the decoders print it) with every card number masked and every secret
+    /// field's value replaced by `"***"`: what the decoders print. The JSON is read and written again, so a string
+    /// is masked as the text it holds, escapes read (a tab between a card number's groups, written `\t`, joins them
+    /// as it does in a log). Which fields are text and which are bytes is read from `type`'s schema, as the
+    /// dissector reads it from its generated tables (Tools/dissector/tokenet.lua), so that both tools mask alike.
+    static func maskedJSON(_ json: String, as type: any ProtoMessage.Type, _ reading: Reading) -> String {
         guard let value = try? JSONValue(parsing: json) else { return maskPAN(json) }
-        return masked(value).text(indent: json.contains("\n") ? 2 : 0)
+        return masked(value, as: type, reading).text(indent: json.contains("\n") ? 2 : 0)
     }
 
-    static func masked(_ value: JSONValue) -> JSONValue {
+    /// `value` read as a message of `type` (nil: of no known type, where only card numbers and secret names count).
+    static func masked(_ value: JSONValue, as type: (any ProtoMessage.Type)?, _ reading: Reading) -> JSONValue {
         switch value {
         case .string(let text):
-            return .string(maskedText(text))
+            return .string(maskPAN(text))
         case .number(let text):
             // A double or float whose digits read as a card number (int64 fields are strings already): written
             // masked, as a string, which proto3 JSON reads for a number too.
             let shown = maskPAN(text)
             return shown == text ? value : .string(shown)
         case .array(let items):
-            return .array(items.map(masked))
+            return .array(items.map { masked($0, as: type, reading) })
         case .object(let members):
+            if type == WireV1.StatusDetail.self, reading == .frame { return StatusDetailValue.masked(members) }
+            let fields = type?.protoFields ?? []
             return .object(
                 members.map { member in
                     if names.contains(member.key), case .string = member.value { return (member.key, .string("***")) }
-                    return (member.key, masked(member.value))
+                    guard let field = fields.first(where: { $0.jsonName == member.key || $0.name == member.key })
+                    else { return (member.key, masked(member.value, as: nil, reading)) }
+                    return (member.key, masked(member.value, field: field, reading))
                 })
         default:
             return value
         }
     }
 
-    /// A string value with its card numbers masked; one that is base64 (as bytes fields are written) has those of
-    /// the bytes it stands for masked (read as UTF-8 text, each byte of a masked digit replaced by `*`), and is
-    /// written again in base64.
-    /// A string that reads as a protobuf message, itself or the bytes behind its base64, is another type's fields
-    /// (`MessageShape`) and shows as `"***"` whole.
-    static func maskedText(_ text: String) -> String {
-        if MessageShape.readsAsMessage(text.utf8) { return "***" }
-        let decoded = text.utf8.count >= 8 ? ProtoJSONBase64.decode(text) : nil
-        if let decoded, MessageShape.readsAsMessage(decoded) { return "***" }
-        let shown = maskPAN(text)
-        guard shown == text, text.utf8.count >= 20, let data = decoded else { return shown }
-        let bytes = Array(data)
-        let masked = maskPAN(utf8: bytes)
-        return masked == bytes ? text : Data(masked).base64EncodedString()
+    static func masked(_ value: JSONValue, field: ProtoFieldInfo, _ reading: Reading) -> JSONValue {
+        switch value {
+        case .array(let items):
+            return .array(items.map { masked($0, field: field, reading) })
+        case .string(let text) where field.typeName == "string":
+            return .string(reading.maskedText(text))
+        case .string(let text) where field.typeName == "bytes":
+            return .string(reading.maskedBytes(text))
+        default:
+            let nested = field.kind == .message ? ProtoRegistry.messageType(named: field.typeName) : nil
+            return masked(value, as: nested, reading)
+        }
     }
 }
