@@ -131,4 +131,24 @@ import TokenetWire
             shown.tree.contains("Detail value: \(detail.value.count) bytes withheld (type not known)"),
             "\(shown.tree)")
     }
+
+    /// A binary metadata value showed its bytes in hex, masked for card numbers only: a credential in it showed.
+    @Test func binaryMetadataIsWithheld() async throws {
+        let entry = WireV1.MetadataEntry(key: "x-card-bin", value: .binary(try Self.request()))
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40045)
+        capture.send(
+            try PlaintextCapture.bytes([
+                DissectorCaptureTests.hello(),
+                WireV1.Frame(
+                    streamID: 1, kind: .callStart(WireV1.CallStart(method: Self.addCard, metadata: [entry]))),
+            ]), on: &connection, fromClient: true)
+        let shown = try await Self.shown(capture)
+        for text in [shown.tree, shown.pdml] {
+            #expect(!text.contains("313233") && !text.contains("31:32:33"), "\(text)")
+        }
+        let size = try Self.request().count
+        #expect(shown.tree.contains("Metadata: x-card-bin: (\(size) bytes withheld)"), "\(shown.tree)")
+        #expect(shown.tree.contains("Metadata binary value withheld (bytes): \(size)"), "\(shown.tree)")
+    }
 }

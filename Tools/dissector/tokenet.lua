@@ -84,7 +84,10 @@ f.method = ProtoField.string("tokenet.method", "Method")
 f.timeout = ProtoField.uint64("tokenet.timeout_us", "Timeout (µs)", base.DEC)
 f.metadata_key = ProtoField.string("tokenet.metadata.key", "Metadata key")
 f.metadata_text = ProtoField.string("tokenet.metadata.text", "Metadata text value")
-f.metadata_binary = ProtoField.bytes("tokenet.metadata.binary", "Metadata binary value")
+-- The length of a binary metadata value, whose bytes are withheld: what they hold (a credential as well as a card
+-- number) cannot be told.
+f.metadata_binary_withheld = ProtoField.uint32("tokenet.metadata.binary_withheld",
+    "Metadata binary value withheld (bytes)", base.DEC)
 f.trace_id = ProtoField.string("tokenet.trace_id", "Trace id")
 f.direction = ProtoField.string("tokenet.direction", "Direction")
 f.data = ProtoField.bytes("tokenet.data", "Message data")
@@ -1375,9 +1378,9 @@ local function add_metadata(tree, field)
             value, value_range = text(entry), shown_range(entry.range) or entry.whole
             subtree:add(f.metadata_text, value_range, escaped(value))
         elseif entry.number == 3 and entry.wire_type == 2 then
-            value = "(" .. entry.size .. " bytes)"
-            -- Bytes shown as hex, where a card number's digits are as readable: masked as a message's are.
-            if entry.range then subtree:add(f.metadata_binary, masked_tvb(entry.range):range()) end
+            value = "(" .. entry.size .. " bytes withheld)"
+            -- On the entry's tag byte alone, as a withheld message's item is; `tokenet decode` shows "***".
+            subtree:add(f.metadata_binary_withheld, entry.whole:range(0, 1), entry.size)
         end
     end
     subtree:set_text(escaped("Metadata: " .. key .. ": " .. (value or "")))
