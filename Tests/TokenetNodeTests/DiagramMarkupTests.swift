@@ -62,4 +62,20 @@ import TokenetWire
         #expect(named.stderr.isEmpty, "\(named.stderr)")
         #expect(named.stdout.contains("trace 0000000000000f7"), "\(named.stdout)")
     }
+
+    /// Other plaintext traffic in the capture (an HTTP request to another server) was counted as a Tokenet
+    /// connection made before the capture began: one whose SYN is in the capture would show its hello.
+    @Test func otherPlaintextTrafficOpenedInTheCaptureIsNotCounted() async throws {
+        var capture = try DiagramCaptureTests.twoCalls()
+        var web = capture.connect(clientPort: 40053, serverPort: 8080)
+        capture.send(Array("GET / HTTP/1.1\r\nHost: example\r\n\r\n".utf8), on: &web, fromClient: true)
+        capture.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".utf8), on: &web, fromClient: false)
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try capture.write(to: path)
+        let result = try await DissectorCaptureTests.diagram(["--format", "text", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("trace 0000000000000f2"), "\(result.stdout)")
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+    }
 }

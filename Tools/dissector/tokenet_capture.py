@@ -78,9 +78,10 @@ class Capture:
     def unread_plaintext_connections(self):
         """The connections that carry bytes in the clear and show no Tokenet frame, by their two ends: a
         plaintext-mode connection whose hello is not in the capture (made before it began) is not found by its
-        content, and its calls were left out of the diagram without a word."""
+        content, and its calls were left out of the diagram without a word. One opened within the capture (its SYN
+        in it) would show its hello, so it is some other protocol's (HTTP, a database's) and not counted."""
         shown = {frame.connection for frame in self.frames}
-        skipped = shown | self.tls_connections | self.encrypted
+        skipped = shown | self.tls_connections | self.encrypted | self.opened
         return {stream: ends for stream, ends in self.carried.items() if stream not in skipped}
 
 
