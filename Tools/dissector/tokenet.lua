@@ -1162,28 +1162,32 @@ local function reads_as_message(range)
     return false
 end
 
--- Adds to `positions` the { offset from `base`, new byte } pairs of the bytes to mask in `range`, a message of type `message_type`:
+-- Adds to `positions` the { offset from `base`, new byte, count } runs of the bytes to mask in `range`, a message of
+-- type `message_type` (a run per field masked whole: a pair per byte took 200 bytes of memory for each byte of a
+-- large message):
 -- card numbers in its text fields by the rule above, and its secret fields whole. A text field whose bytes read as a
 -- message, and a length-delimited field the type does not have, are masked whole: they are another type's fields (a
 -- message read as the wrong type, a newer peer's field), whose secrets cannot be told by name. Returns false when
 -- the message, or one inside it, does not parse as its known type says (or nests deeper than 32): its secret fields
 -- cannot be found, though the protobuf dissector may still show some of them, so the caller withholds it whole.
 local function message_positions(range, base, message_type, positions, depth)
-    local function whole(field)
-        local offset = field.range:offset() - base
-        for k = 0, field.size - 1 do positions[#positions + 1] = { offset + k, 42 } end
+    -- A secret field (`secret`), or one whose contents are another type's fields, which the tree says apart.
+    local function whole(field, secret)
+        positions[#positions + 1] = { field.range:offset() - base, 42, field.size }
+        if secret then positions.card = true else positions.fields = true end
     end
     local function as_text(text_range)
         local offset, bytes = text_range:offset() - base, text_range:bytes()
         for _, change in ipairs(card_number_digits(function(i) return bytes:get_index(i) end, bytes:len())) do
-            positions[#positions + 1] = { offset + change[1], change[2] }
+            positions[#positions + 1] = { offset + change[1], change[2], 1 }
+            positions.card = true
         end
     end
     -- Numbers are masked where they are, in positions relative to the capture's bytes: moved to `base` here.
     local function as_numbers(numbers)
-        for _, change in ipairs(numbers) do positions[#positions + 1] = { change[1] - base, change[2] } end
+        for _, change in ipairs(numbers) do positions[#positions + 1] = { change[1] - base, change[2], 1 } end
         -- Noted beside the positions, for the tree's word that a masked number reads 0.
-        if #numbers > 0 then positions.numbers = true end
+        if #numbers > 0 then positions.numbers, positions.card = true, true end
     end
     local kinds = message_fields[message_type]
     local fields = read_fields(range)
@@ -1197,8 +1201,10 @@ local function message_positions(range, base, message_type, positions, depth)
     for _, field in ipairs(fields) do
         local kind = kinds[field.number]
         if field.wire_type == 2 and field.range and kind then
-            if kind == "x" or ((kind == "s" or kind == "b") and reads_as_message(field.range)) then
-                whole(field)
+            if kind == "x" then
+                whole(field, true)
+            elseif (kind == "s" or kind == "b") and reads_as_message(field.range) then
+                whole(field, false)
             elseif kind == "s" or kind == "b" or kind == "d" then
                 as_text(field.range)
             elseif not message_positions(field.range, base, kind, positions, depth + 1) then
@@ -1207,7 +1213,7 @@ local function message_positions(range, base, message_type, positions, depth)
         elseif field.wire_type == 2 and field.range then
             -- Not in the schema (a newer peer's field, or a message read as the wrong type): what it holds cannot be
             -- told, a security code as well as anything, so none of it shows.
-            whole(field)
+            whole(field, false)
         elseif field.wire_type == 0 then
             local numbers = {}
             masked_varint(field.value_range, 0, field.value_range:len(), numbers)
@@ -1224,15 +1230,23 @@ end
 -- A message's bytes with any card number in them masked, and the value of every secret field of its type (a
 -- message type name, when known) replaced by asterisks: the same length, so every field stays where it was. For the
 -- protobuf dissector and the tree's hex view: a new data source named so when something was masked. A message of
--- unknown type is looked at as text throughout. Also returns whether anything was masked, and whether a number was.
+-- unknown type is looked at as text throughout. Also returns what was masked, in words for the tree (nil when
+-- nothing was): card data (a card number or a secret field), and fields of another type, which are told apart since
+-- the latter are masked by a guess, not for what they are known to hold.
 -- Nil for a message of a known type that does not parse as it: its bytes are to be withheld.
 local function masked_tvb(range, message_type)
     local positions = {}
     if not message_positions(range, range:offset(), message_type or "", positions, 0) then return nil end
-    if #positions == 0 then return range:tvb(), false, false end
+    if #positions == 0 then return range:tvb(), nil end
     local bytes = range:bytes()
-    for _, change in ipairs(positions) do bytes:set_index(change[1], change[2]) end
-    return bytes:tvb("Message (card data masked)"), true, positions.numbers == true
+    for _, change in ipairs(positions) do
+        for k = change[1], change[1] + change[3] - 1 do bytes:set_index(k, change[2]) end
+    end
+    local words = {}
+    if positions.card then words[#words + 1] = "card data masked" end
+    if positions.numbers then words[#words + 1] = "a masked number reads 0" end
+    if positions.fields then words[#words + 1] = "fields of another type masked" end
+    return bytes:tvb("Message (masked)"), table.concat(words, "; ")
 end
 
 -- Characters beyond ASCII that text from a peer shows escaped, as the CLI shows them
@@ -1487,8 +1501,8 @@ local function dissect_frame(range, pinfo, tree, frame)
         summary = summary .. (call and (" " .. direction) or "") .. " (" .. size .. " bytes)"
         local types = call and method_types[call.method]
         local message_type = types and types[direction]
-        local shown, masked, numbers
-        if data and data.range and message_type then shown, masked, numbers = masked_tvb(data.range, message_type) end
+        local shown, masked
+        if data and data.range and message_type then shown, masked = masked_tvb(data.range, message_type) end
         if data and data.range and message_type == nil then
             -- A message whose type is not known (its call_start is not in the capture, or its method is not in
             -- Protos/): which of its fields is a security code, a PIN or an access token cannot be told, so its
@@ -1506,9 +1520,7 @@ local function dissect_frame(range, pinfo, tree, frame)
             -- The bytes as the tree shows them in hex are masked too: a card number's digits are as readable there.
             local item = tree:add(f.data, shown:range())
             -- The tree's fields show the masked copy: a number that held a card number reads 0 there.
-            if masked then
-                item:append_text(numbers and " (card data masked; a masked number reads 0)" or " (card data masked)")
-            end
+            if masked then item:append_text(" (" .. masked .. ")") end
             if call then
                 dissect_payload(data.range, pinfo, tree, "application/grpc," .. call.method .. "," .. direction,
                     message_type)
