@@ -99,14 +99,18 @@ enum DecodeInput {
     }
 
     /// Whether the first line is one of a hex dump's (`00000010  64 18 80 80 …  d...@ .N`, maybe indented with a
-    /// tab): the side of a follow,tls,hex output kept by `sed`, which --hex read up to the text column.
+    /// tab): the side of a follow,tls,hex output kept by `sed`, which --hex read up to the text column. The text
+    /// column, two spaces past the sixteenth byte's column, is required too: spaced hex whose first four bytes (a
+    /// frame's length, `0000000f  12 0d 08 …`) stand apart reads as an offset, and was refused.
     static func isHexDump(_ input: [UInt8]) -> Bool {
         let text = String(decoding: input.prefix(200), as: UTF8.self)
-        let line = (text.split(separator: "\n").first ?? "").drop { $0 == "\t" }
-        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        let line = Array((text.split(separator: "\n").first ?? "").drop { $0 == "\t" })
+        let parts = String(line).split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count > 3, parts[0].count == 8, parts[0].allSatisfy(\.isHexDigit), parts[1].isEmpty else {
             return false
         }
+        // The offset and two spaces, 16 bytes of "xx " with a space after the eighth, then the text column.
+        guard line.count > 60, line[34] == " ", line[58] == " ", line[59] == " " else { return false }
         return parts[2].count == 2 && parts[2].allSatisfy(\.isHexDigit)
     }
 

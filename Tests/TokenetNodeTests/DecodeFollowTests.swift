@@ -111,4 +111,15 @@ import TokenetWire
                 "decode: note: --calls \(server) holds no call_start, so it is not the client's side of the "
                     + "connection (which starts the calls); were the two sides swapped?"), "\(result.stderr)")
     }
+
+    /// Spaced hex whose first four bytes (the frame's length) stand apart, as a person writes a frame, read as a
+    /// follow dump's offset and was refused: a dump has its text column too.
+    @Test func spacedHexWithItsLengthApartIsNotADump() async throws {
+        let bytes = try DecodeCommandTests.clientSide()
+        let hex = bytes.map { String(format: "%02x", $0) }
+        let text = hex[0..<4].joined() + "  " + hex[4...].joined(separator: " ") + "\n"
+        let result = try await runTokenet(["decode", "--hex"], stdin: text)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"streamId\": 1"), "\(result.stdout)")
+    }
 }
