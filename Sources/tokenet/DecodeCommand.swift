@@ -43,11 +43,13 @@ enum DecodeCommand {
                 try calls(in: try DecodeInput.bytes(client, encoding: options.encoding, file: file), file: file)
             }
             // The two sides given the wrong way round decoded nothing as a response, with status 0 and only a note
-            // that pointed back at --calls.
+            // that pointed back at --calls. A client's side whose capture began after its calls did holds none
+            // either, so the note allows for that too.
             if answered.known.isEmpty && answered.unknown.isEmpty {
                 printError(
-                    "decode: note: --calls \(file) holds no call_start, so it is not the client's side of the "
-                        + "connection (which starts the calls); were the two sides swapped?")
+                    "decode: note: --calls \(file) holds no call_start: it is the server's side of the connection "
+                        + "(were the two sides swapped?), or the client's side captured after its calls began, "
+                        + "whose methods only --method can name")
             }
         }
         try notText(input, named: options.file, options) { () throws(CLIError) in
