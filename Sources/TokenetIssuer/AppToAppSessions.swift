@@ -68,11 +68,11 @@ struct AppToAppSessions: Sendable {
         case .authorizing:
             return .refused(.failedPrecondition, "session \"\(id)\" is already being completed")
         case .finished(let result):
-            // An approved session activated its token: opening the app again, the advice for the others, has
-            // nothing left to do.
+            // An approved session left its token ACTIVE (activated by it, or ACTIVE already): opening the app again,
+            // the advice for the others, has nothing left to do.
             let next =
                 result == .approved
-                ? "its token was activated, so there is nothing left to do"
+                ? "its token is ACTIVE, so there is nothing left to do"
                 : "open the issuer app from the wallet again"
             return .refused(
                 .failedPrecondition,

@@ -109,7 +109,7 @@ public enum IssuerNode {
             return NodeError(
                 .config, IssuerStore.damaged(IssuerStore.path(in: directory), storage).message, cause: storage)
         }
-        if let storage = error.cause as? StorageError, [.readOnly, .corrupt, .schema].contains(storage.code) {
+        if let storage = error.cause as? StorageError, [.readOnly, .corrupt, .schema, .open].contains(storage.code) {
             return NodeError(.config, error.message, cause: storage)
         }
         return NodeError(error.code == .fixture ? .config : .io, error.message, cause: error.cause)

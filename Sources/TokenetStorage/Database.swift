@@ -54,6 +54,16 @@ public final class Database: Sendable {
         guard FileManager.default.fileExists(atPath: checked, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw StorageError(.notFound, "cannot open database at \(path): directory \(checked) does not exist")
         }
+        var status = stat()
+        if stat(path, &status) == 0 {
+            try requireFile(at: path, status)
+        } else if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
+            // SQLite said only "unable to open database file".
+            throw StorageError(
+                .open,
+                "cannot open database at \(path): it is a symbolic link to \(target), which does not exist; make the "
+                    + "link point at the database, or remove it for a new one")
+        }
         restrictToOwner(path)
         let connection = try Connection(path: path, cacheCapacity: options.statementCacheCapacity)
         // SQLite falls back to read-only when it may not write the file, and says so only at the first write: a
@@ -66,6 +76,17 @@ public final class Database: Sendable {
         }
         try configure(connection, options: options, inMemory: false)
         return Database(path: path, connection: connection)
+    }
+
+    /// Refuses anything but a regular file (`status` is `path`'s) where the database belongs: a directory there
+    /// crashed the node's first look at the file, and SQLite says only "unable to open database file".
+    static func requireFile(at path: String, _ status: stat) throws {
+        guard (status.st_mode & S_IFMT) != S_IFREG else { return }
+        let kind = (status.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "not a regular file"
+        throw StorageError(
+            .open,
+            "cannot open database at \(path): it is \(kind); move it away (the node keeps its database in this "
+                + "file, and makes a new one when there is none)")
     }
 
     /// Opens the existing database at `path` for reading only, as it is: no journal mode, no permissions changed.

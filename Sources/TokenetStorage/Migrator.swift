@@ -185,7 +185,9 @@ public struct Migrator: Sendable {
     /// start).
     public func checkOwnership(ofFileAt path: String) throws {
         var status = stat()
-        guard stat(path, &status) == 0, status.st_size > 0 else { return }
+        guard stat(path, &status) == 0 else { return }
+        try Database.requireFile(at: path, status)
+        guard status.st_size > 0 else { return }
         // Read as it is: opened as the node's own, it would have been switched to WAL (its header rewritten, -wal and
         // -shm files made beside it) and its mode narrowed, before being refused as "left untouched".
         let database = try Database.openReadOnly(path: path, immutable: Self.isQuietWAL(path))
@@ -220,8 +222,10 @@ public struct Migrator: Sendable {
     static func isQuietWAL(_ path: String) -> Bool {
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
-        let header = handle.readData(ofLength: 20)
-        guard header.count == 20, header.starts(with: Array("SQLite format 3\0".utf8)) else { return false }
+        // The throwing read: `readData(ofLength:)` traps on an error (a directory in the file's place).
+        guard let header = try? handle.read(upToCount: 20), header.count == 20,
+            header.starts(with: Array("SQLite format 3\0".utf8))
+        else { return false }
         let manager = FileManager.default
         return header[18] == 2 && header[19] == 2 && !manager.fileExists(atPath: path + "-wal")
             && !manager.fileExists(atPath: path + "-shm")

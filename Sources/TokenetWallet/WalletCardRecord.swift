@@ -1,3 +1,4 @@
+import Foundation
 import TokenetWire
 
 /// Where the wallet's status of a card stands: waiting for the cardholder to accept the T&C, or digitized (with the
@@ -101,15 +102,28 @@ public struct WalletCardRecord: Sendable, Equatable {
         return "TERMS_EXPIRED"
     }
 
-    /// Why a command that needs the card's token refuses it: it has none, or none the wallet has heard of yet.
+    /// What to do with a card whose eligibility expired before its T&C were accepted. A pushed card cannot be
+    /// added again from what pushed it: its receipt or session was spent by the eligibility check that expired.
+    var addAgain: String {
+        switch source {
+        case .pushReceipt: "have the issuer push the card again (a new push receipt), then add it with that"
+        case .pushSession: "have the issuer push the card again (a new push session), then add it with that"
+        case .manual: "add the card again"
+        }
+    }
+
+    /// Why a command that needs the card's token refuses it: it has none, or none the wallet has heard of yet. The
+    /// status is the one `cards` lists (TERMS_EXPIRED said PENDING_TERMS here, with advice that then failed).
     var noDigitalCard: String {
-        let shown = shownStatus
+        let shown = shownStatus(at: UInt64(max(0, Date().timeIntervalSince1970 * 1000)))
         let hint =
             switch shown {
             case "DIGITIZING":
                 "; its digitization has no answer yet: accept its T&C again (tokenet wallet accept-terms) to get it"
             case WalletCardStatus.pendingTerms.rawValue:
                 "; accept its T&C first (tokenet wallet accept-terms)"
+            case "TERMS_EXPIRED":
+                "; its eligibility expired before its T&C were accepted: \(addAgain)"
             default: ""
             }
         return "\(cardRef) has no digital card (status \(shown))\(hint)"

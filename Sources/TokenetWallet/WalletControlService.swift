@@ -147,17 +147,9 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         case .answer(let result):
             return Self.response(card, result)
         case .receiptExpired:
-            // A pushed card cannot be added again from what pushed it: its receipt or session was spent by the
-            // eligibility check that has now expired.
-            let again =
-                switch card.source {
-                case .pushReceipt: "have the issuer push the card again (a new push receipt), then add it with that"
-                case .pushSession: "have the issuer push the card again (a new push session), then add it with that"
-                case .manual: "add the card again"
-                }
             throw WalletError(
                 .failedPrecondition,
-                "the eligibility of \(card.cardRef) expired before its T&C were accepted; \(again)")
+                "the eligibility of \(card.cardRef) expired before its T&C were accepted; \(card.addAgain)")
         case .digitize(let requestID, let acceptedAt, let fresh):
             // The key is committed before the call: if the call or this node fails, a retry sends the same key
             // and the TSP answers with the token it already made instead of making a second one.

@@ -25,7 +25,7 @@ public enum WalletNode {
             // expects (a table missing, a newer version), is the operator's to fix before a restart can help:
             // status 2, like other configuration mistakes.
             let code = (error.cause as? StorageError)?.code
-            let config = code == .readOnly || code == .corrupt || code == .schema
+            let config = code == .readOnly || code == .corrupt || code == .schema || code == .open
             throw NodeError(config ? .config : .io, error.message, cause: error.cause)
         }
         context.closeWhenStopped("the wallet database") { try store.database.close() }

@@ -63,7 +63,11 @@ extension Sandbox {
             try interruption.check()
             // Waiting on the exit doubles as the polling interval and notices a crash at once.
             if process.waitForExit(seconds: 0.05) {
-                throw CLIError(.node, "\(spec.name) \(process.outcome) before becoming ready\n\(process.stderrTail())")
+                // It may have written its ready file just before it ended: said so, as its log shows it ready.
+                let when =
+                    FileManager.default.fileExists(atPath: readyFile)
+                    ? "right after it reported ready" : "before becoming ready"
+                throw CLIError(.node, "\(spec.name) \(process.outcome) \(when)\n\(process.stderrTail())")
             }
             if Date() > deadline {
                 throw CLIError(

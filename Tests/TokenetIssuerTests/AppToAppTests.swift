@@ -347,8 +347,8 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         }
         #expect(
             message
-                == "session \"s1\" is already finished (BANKING_APP_ACTIVATION_RESULT_APPROVED); its token was "
-                + "activated, so there is nothing left to do")
+                == "session \"s1\" is already finished (BANKING_APP_ACTIVATION_RESULT_APPROVED); its token is "
+                + "ACTIVE, so there is nothing left to do")
         // A session that ended otherwise says to open the app again.
         sessions.open(Self.session("s2"), nowMs: 10)
         _ = sessions.begin("s2", nowMs: 10)

@@ -2,12 +2,12 @@ import Foundation
 import Testing
 import TokenetCard
 import TokenetNode
-import TokenetRPC
 import TokenetStorage
 import TokenetTestSupport
 import TokenetWire
 
 @testable import TokenetIssuer
+@testable import TokenetRPC
 
 /// The issuer backend's enrolment and the issuer app's activation, PIN and login, against a fake TSP.
 @Suite struct IssuerAppAuthTests {
@@ -501,23 +501,28 @@ import TokenetWire
         #expect(try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580").results.isEmpty)
     }
 
-    /// A TSP that does not answer is named before the app's caller's deadline: the caller got its own bare
-    /// DEADLINE_EXCEEDED after the whole of it, though the issuer knew the TSP was the one not answering.
+    /// A TSP that does not answer is named before the app's caller's deadline: its call is given the served call's
+    /// time less a margin (`IssuerEnrolmentBackend.tspOptions`), where with all of it both ended at once and the
+    /// caller got its own bare DEADLINE_EXCEEDED, though the issuer knew the TSP was the one not answering. Run
+    /// inside a served call's context with no server around it, so that only the TSP call's own timer can end it.
     @Test func aTSPThatDoesNotAnswerIsNamedWithinTheCallersDeadline() async throws {
         let app = try App.make()
         let first = try await app.enrol()
         _ = try await app.party.app.activate(
             code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
         app.tsp.state.withLock { $0.hangLogins = true }
-        var router = RPCRouter()
-        IssuerAppAuthService(app: app.party.app).register(on: &router)
-        let client = IssuerV1.IssuerAppAuth.Client(Support.connect(router, as: .operator))
-        let refusal = await Support.rpcError {
-            _ = try await client.login(
-                .init(userID: "ch-alice", pin: "2580"), options: CallOptions(timeout: .seconds(10)))
+        let served = ServerContext(
+            method: "/tokenet.issuer.v1.IssuerAppAuth/Login", metadata: Metadata(), peer: nil,
+            deadline: .now + .seconds(2), traceID: "0000000000000ab")
+        let started = ContinuousClock.now
+        await expectIssuerError(.unavailable, "cannot log in at the TSP (DEADLINE_EXCEEDED)") {
+            try await ServerContext.$current.withValue(served) {
+                _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+            }
         }
-        #expect(refusal?.code == .unavailable, "\(String(describing: refusal))")
-        #expect(refusal?.message.hasPrefix("cannot log in at the TSP (DEADLINE_EXCEEDED)") == true)
+        // Given 1.6 s of the 2: a fifth is kept for the answer.
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(IssuerEnrolmentBackend.tspOptions.timeout == nil)
     }
 
     @Test func loginUsesEachCounterOnceAndNeedsThePIN() async throws {

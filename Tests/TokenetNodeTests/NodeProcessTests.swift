@@ -451,6 +451,39 @@ import TokenetWire
             "\(result.stderr)")
     }
 
+    /// A directory, or a link to nothing, where a node keeps its database is named with what to do, status 2: the
+    /// directory crashed the node (a trap in its first look at the file), and the link got SQLite's "unable to open
+    /// database file" with status 1.
+    @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])
+    func aDatabasePathThatIsNoFileIsNamed(node: String) async throws {
+        let file = node.replacingOccurrences(of: "-node", with: "") + ".sqlite"
+        for (kind, make) in [
+            (
+                "it is a directory",
+                { (path: String) in
+                    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+                }
+            ),
+            (
+                "it is a symbolic link to /nonexistent/x.sqlite, which does not exist",
+                { (path: String) in
+                    try FileManager.default.createSymbolicLink(
+                        atPath: path, withDestinationPath: "/nonexistent/x.sqlite")
+                }
+            ),
+        ] {
+            let directory = try TemporaryDirectory()
+            let data = directory.path("data")
+            try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+            try make(data + "/" + file)
+            let arguments = ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", data, "--tsp", "127.0.0.1:1"]
+            let result = try await LaunchedProcess.run(
+                node, node == "tsp-node" ? Array(arguments.prefix(5)) : arguments)
+            #expect(result.status == 2, "\(node) \(kind): \(result.stderr)")
+            #expect(result.stderr.contains("\(data)/\(file): \(kind)"), "\(node): \(result.stderr)")
+        }
+    }
+
     /// The wallet cannot run without its TSP: `--help` says so, and a start without `--tsp` is refused before the
     /// data directory is made (it was made, then the node stopped).
     @Test func aWalletWithoutItsTSPIsRefusedBeforeItMakesAnything() async throws {

@@ -229,6 +229,17 @@ import TokenetWire
                 try await wallet.control.acceptTerms(.init(cardRef: ref))
             }
         }
+        // A command that needs the token says what `cards` lists, and what to do: it said PENDING_TERMS and to
+        // accept the T&C, which then failed.
+        let pushed = receipt.cardRef
+        await expectRPCError(
+            .failedPrecondition,
+            "has no digital card (status TERMS_EXPIRED); its eligibility expired before its T&C were accepted: have "
+                + "the issuer push the card again (a new push receipt)"
+        ) {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: pushed, action: .suspend, reasonCode: "USER_REQUEST"))
+        }
         // Removed as it was listed: the answer said PENDING_TERMS.
         let removed = try await wallet.lifecycle.changeCardState(
             .init(cardRef: manual.cardRef, action: .delete, reasonCode: "USER_REQUEST"))
