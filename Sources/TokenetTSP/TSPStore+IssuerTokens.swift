@@ -34,7 +34,7 @@ extension TSPStore {
                 (try Self.token(from: row), try row.get(Self.tokenColumnCount, as: Int64.self))
             }
         } catch {
-            throw TSPError(.internal, "cannot list the issuer's tokens", cause: error)
+            throw TSPError.internal("listing the issuer's tokens", error)
         }
     }
 
@@ -74,7 +74,7 @@ extension TSPStore {
                 reason: try decision.text(0), decidedAtMs: UInt64(max(0, try decision.int64(1))),
                 inputMethod: CardV1.InputMethod(rawValue: Int32(clamping: try method?.int64(0) ?? 0)))
         } catch {
-            throw TSPError(.internal, "cannot read the stand-in's decision on token \"\(id)\"", cause: error)
+            throw TSPError.internal("reading the stand-in's decision on token \"\(id)\"", error)
         }
     }
 }

@@ -178,7 +178,8 @@ extension TSPStore {
                 return (token, PageRequest.key(in: listing, ms: ms, tieBreaker: token.digitalCardID))
             }
         } catch {
-            throw TSPError(.internal, "cannot list tokens", cause: error)
+            // A damaged page is DATA_LOSS with what to restore, as for the other calls (`TSPError.internal`).
+            throw TSPError.internal("listing tokens", error)
         }
     }
 
@@ -208,7 +209,7 @@ extension TSPStore {
                 (try Self.token(from: row), try row.get(Self.tokenColumnCount, as: Int64.self))
             }
         } catch {
-            throw TSPError(.internal, "cannot list the wallet's tokens", cause: error)
+            throw TSPError.internal("listing the wallet's tokens", error)
         }
     }
 

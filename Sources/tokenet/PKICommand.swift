@@ -59,6 +59,21 @@ enum PKICommand {
                             + "letters, digits, '.', '_' and '-', got '\(maskPAN(node))'")
                 }
                 let id = node.split(separator: "/", maxSplits: 1)[1]
+                // A node id is shown in full in listings (the TSP's WALLET column) and stored as it is: a card
+                // number there is card data in the clear. Refused before anything echoes the id.
+                let maskedID = maskPAN(String(id))
+                guard maskedID == id else {
+                    throw CLIError(
+                        .usage,
+                        "pki init: --node: the ID '\(maskedID)' holds a card number, which listings would show in "
+                            + "full; choose another ID")
+                }
+                // The id is the certificate's common name too, which holds at most 64 characters (openssl refused it
+                // with "Error adding subject name attribute").
+                guard id.count <= 64 else {
+                    throw CLIError(
+                        .usage, "pki init: --node \(node): an ID has at most 64 characters; this one has \(id.count)")
+                }
                 // The files gen-certs makes anyway, and an id given twice, would be written over without a word.
                 // Compared without case: CA.pem beside ca.pem is one file where names ignore case.
                 // A hidden file (and `.` or `..` a directory), which gen-certs' renewal of the certificates after a

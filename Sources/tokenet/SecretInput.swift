@@ -93,7 +93,8 @@ enum SecretInput {
     /// Ctrl-Z, SIGTERM, SIGHUP) puts echo back first; a command stopped and continued asks on without echo. Input
     /// typed ahead (two secrets pasted at once) is kept for the next prompt.
     private static func prompt(_ text: String) throws(LineTooLong) -> String? {
-        FileHandle.standardError.write(Data(text.utf8))
+        // The throwing write: `write(_:)` traps on an error (standard error closed, or a pipe nobody reads).
+        try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
         var settings = termios()
         guard tcgetattr(0, &settings) == 0 else { return try readLine() }
         var quiet = settings

@@ -211,6 +211,16 @@ import TokenetTestSupport
         (["pki", "init", "a", "--node", "issuer/.hidden"], "an ID starting with '.' makes a hidden file"),
         (["pki", "init", "a", "--node", "issuer/.."], "an ID starting with '.' makes a hidden file"),
         (["pki", "init", "/etc/hostname"], "pki init: /etc/hostname is a file, not a directory"),
+        // Shown in full in listings: refused, and not echoed.
+        (
+            ["pki", "init", "a", "--node", "wallet/4111111111111111"],
+            "the ID '************1111' holds a card number, which listings would show in full"
+        ),
+        // Longer than a certificate's common name holds (openssl's own error, with status 1).
+        (
+            ["pki", "init", "a", "--node", "issuer/" + String(repeating: "b", count: 65)],
+            "an ID has at most 64 characters; this one has 65"
+        ),
     ])
     func usageMistakesAreNamed(arguments: [String], message: String) async throws {
         let result = try await runTokenet(arguments)
