@@ -11,7 +11,7 @@ enum IssuerKeyFile {
         if FileManager.default.fileExists(atPath: path) {
             let mode = ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int) ?? 0
             if let problem = SecretFile.exposure(mode: UInt32(mode), of: path, what: "the issuer key") {
-                throw IssuerError(.keys, problem)
+                throw IssuerError(.keys, problem, cause: ExposedKeyFile())
             }
             do {
                 return try RSAPrivateKey(contentsOfFile: path)
@@ -28,3 +28,7 @@ enum IssuerKeyFile {
         }
     }
 }
+
+/// The cause of a key file refused for its permissions: the operator's to fix before a restart can help (status 2),
+/// as the vault key's and the TLS key's are.
+struct ExposedKeyFile: Error {}

@@ -105,6 +105,9 @@ public enum IssuerNode {
         if let keys = error.cause as? CardError, keys.isKeyFileProblem {
             return NodeError(.config, keys.message)
         }
+        if error.cause is ExposedKeyFile {
+            return NodeError(.config, error.message)
+        }
         if let storage = error.cause as? StorageError, storage.code == .corrupt {
             return NodeError(
                 .config, IssuerStore.damaged(IssuerStore.path(in: directory), storage).message, cause: storage)

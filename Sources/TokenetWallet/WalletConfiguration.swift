@@ -41,7 +41,8 @@ public struct WalletConfiguration: Sendable, Equatable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw NodeError(.io, "cannot read \(path)", cause: DescribedError(error))
+            // A directory, or a file the node may not read, in its place: the operator's to fix (status 2).
+            throw NodeError(.config, "cannot read \(path)", cause: DescribedError(error))
         }
         return try parse(data, path: path)
     }

@@ -484,6 +484,29 @@ import TokenetWire
         }
     }
 
+    /// A wallet.json the node cannot read (a directory in its place), and an issuer key others may read, are the
+    /// operator's to fix: status 2, as for the other configuration files and key files. Both were status 1.
+    @Test func anUnreadableWalletConfigurationAndAnExposedIssuerKeyAreConfigurationMistakes() async throws {
+        let directory = try TemporaryDirectory()
+        let wallet = directory.path("wallet")
+        try FileManager.default.createDirectory(atPath: wallet + "/wallet.json", withIntermediateDirectories: true)
+        let refused = try await LaunchedProcess.run(
+            "wallet-node", ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", wallet, "--tsp", "127.0.0.1:1"])
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("cannot read \(wallet)/wallet.json"), "\(refused.stderr)")
+
+        // Refused for its mode before it is read: any file stands for the key.
+        let issuer = directory.path("issuer")
+        try FileManager.default.createDirectory(atPath: issuer, withIntermediateDirectories: true)
+        let key = issuer + "/issuer-key.pem"
+        try Data("key".utf8).write(to: URL(fileURLWithPath: key))
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: key)
+        let exposed = try await LaunchedProcess.run(
+            "issuer-node", ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", issuer])
+        #expect(exposed.status == 2, "\(exposed.stderr)")
+        #expect(exposed.stderr.contains("run chmod 600"), "\(exposed.stderr)")
+    }
+
     /// The wallet cannot run without its TSP: `--help` says so, and a start without `--tsp` is refused before the
     /// data directory is made (it was made, then the node stopped).
     @Test func aWalletWithoutItsTSPIsRefusedBeforeItMakesAnything() async throws {
