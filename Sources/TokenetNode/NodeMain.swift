@@ -96,7 +96,7 @@ public enum NodeMain {
         do {
             runtime = try NodeRuntime.start(
                 spec: spec, options: options, logger: logger, makeListener: makeListener,
-                announce: writeStandardOutput)
+                stopRequested: { firstSignal.withLock { $0 } != nil }, announce: writeStandardOutput)
         } catch {
             let (note, status) = failedStart(
                 error,

@@ -69,10 +69,12 @@ public final class NodeRuntime: Sendable {
     }
 
     /// Checks files, prepares the data directory, binds, and announces readiness through `announce` (stdout in a
-    /// real node) and the ready file.
+    /// real node) and the ready file; not when `stopRequested` says a stop signal came while it started: a node told
+    /// to stop announced READY, and whoever waited for it took it for a node that would serve.
     public static func start(
         spec: NodeSpec, options: NodeOptions, logger: Logger,
         makeListener: NodeListenerFactory = defaultNodeListener,
+        stopRequested: () -> Bool = { false },
         announce: (String) -> Void
     ) throws(NodeError) -> NodeRuntime {
         let (options, descriptorWarning) = DescriptorBudget.fit(options, limit: DescriptorBudget.openFileLimit())
@@ -133,6 +135,12 @@ public final class NodeRuntime: Sendable {
             throw error
         }
         let ready = ReadyInfo(node: spec.name, pid: getpid(), listen: listener.boundAddress.description)
+        if stopRequested() {
+            logger.info("told to stop while starting; not announced ready")
+            return NodeRuntime(
+                spec: spec, options: options, logger: logger, listener: listener, ready: ready, dataDirectoryLock: lock,
+                readyFileWritten: nil)
+        }
         logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
         // The READY line goes out before the ready file appears, so whoever sees the file can rely on the line.
         announce(ready.line)

@@ -127,6 +127,29 @@ import TokenetWire
         #expect(!FileManager.default.fileExists(atPath: directory.path("ready.json")))
     }
 
+    /// A node told to stop while it started announces nothing: it printed READY and wrote its ready file after
+    /// the signal, and whoever waited for them took it for a node that would serve.
+    @Test func aNodeToldToStopWhileStartingIsNotAnnouncedReady() async throws {
+        let directory = try TemporaryDirectory()
+        var options = NodeOptions()
+        options.plaintext = true
+        options.dataDirectory = directory.path("data")
+        options.readyFile = directory.path("ready.json")
+        let sink = MemoryLogSink()
+        let (runtime, announced) = try await offThePool { [options] in
+            var announced: [String] = []
+            let runtime = try NodeRuntime.start(
+                spec: .issuer, options: options, logger: Logger(node: "issuer-node", sink: sink),
+                stopRequested: { true }, announce: { announced.append($0) })
+            return (runtime, announced)
+        }
+        #expect(announced.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory.path("ready.json")))
+        #expect(!sink.lines.contains { $0.contains(": ready ") })
+        #expect(sink.lines.contains { $0.contains("told to stop while starting; not announced ready") })
+        try await offThePool { runtime.stop() }
+    }
+
     /// A second node on a data directory in use is refused before it opens anything there; once the first one has
     /// stopped, the directory is free again.
     @Test func aDataDirectoryServesOneNodeAtATime() async throws {
