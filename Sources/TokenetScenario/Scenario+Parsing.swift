@@ -492,6 +492,12 @@ extension Scenario {
         /// The party a step names; a refusal names the step (`stop: expected a party …`), as the others do.
         private func party(_ word: String, _ number: Int, for keyword: String) throws(ScenarioError) -> ScenarioParty {
             guard let party = ScenarioParty(rawValue: word) else {
+                // A party and more after it: the more is the mistake (`stop tsp extra` blamed the party).
+                let (first, after) = word.firstWord()
+                if ScenarioParty(rawValue: first) != nil, !after.isEmpty {
+                    throw ScenarioError(
+                        .syntax, "\(number): \(keyword) \(first): unexpected '\(clipped(after))' after the party")
+                }
                 let shown = word.isEmpty ? "nothing" : "'\(clipped(word))'"
                 throw ScenarioError(
                     .syntax, "\(number): \(keyword): expected a party (tsp, issuer or wallet), got \(shown)")

@@ -121,6 +121,7 @@ import TokenetWire
         ("pause tsp\nstart tsp", "s:2: start tsp: tsp-node is paused (resume it, or kill it first)"),
         ("stop tsp\nkill tsp", "s:2: kill tsp: tsp-node is not running (start it first)"),
         ("stop", "s:1: stop: expected a party (tsp, issuer or wallet), got nothing"),
+        ("stop tsp extra", "s:1: stop tsp: unexpected 'extra' after the party"),
         ("await events", "s:1: await: 'events' is not watched by an earlier line (watch events PARTY METHOD)"),
         ("watch 1x wallet a.B/C", "s:1: watch NAME PARTY METHOD: '1x' is not a name"),
         ("watch e bank a.B/C", "s:1: watch: expected a party (tsp, issuer or wallet), got 'bank'"),
