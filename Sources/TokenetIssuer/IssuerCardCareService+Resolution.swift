@@ -208,7 +208,7 @@ extension IssuerCardCareService {
     /// What is left of a served call's `remaining` time for a question it asks: a fifth of it, at most a second,
     /// is kept for the answer.
     static func questionTimeout(remaining: Duration) -> Duration {
-        remaining - min(.seconds(1), remaining / 5)
+        CallOptions.leavingRoomToAnswer(remaining)
     }
 
     /// `renewal` of `card` (its code and name kept) encrypted to the TSP's key, as the TSP takes card data.

@@ -138,13 +138,10 @@ final class IssuerEnrolmentBackend: Sendable {
     }
 
     /// A call to the TSP; its failures become `IssuerError`s saying what could not be done.
-    /// The options of a call to the TSP made while serving a call: it ends a little before the served call's own
-    /// deadline (`IssuerCardCareService.questionTimeout`), so that a TSP that does not answer is named as such
-    /// ("cannot log in at the TSP (DEADLINE_EXCEEDED)") rather than by the caller's bare DEADLINE_EXCEEDED.
-    static var tspOptions: CallOptions {
-        guard let deadline = ServerContext.current?.deadline else { return CallOptions() }
-        return CallOptions(timeout: IssuerCardCareService.questionTimeout(remaining: deadline - .now))
-    }
+    /// The options of a call to the TSP made while serving a call (`CallOptions.answeringInTime`): a TSP that does
+    /// not answer is named as such ("cannot log in at the TSP (DEADLINE_EXCEEDED)") rather than by the caller's
+    /// bare DEADLINE_EXCEEDED.
+    static var tspOptions: CallOptions { .answeringInTime }
 
     static func calling<T>(_ what: String, _ body: () async throws -> T) async throws(IssuerError) -> T {
         do {

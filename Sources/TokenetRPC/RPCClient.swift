@@ -3,6 +3,22 @@ import TokenetTransport
 import TokenetWire
 
 /// Per-call options.
+extension CallOptions {
+    /// The options of a call a handler makes while serving another: the served call's time less a fifth of it (at
+    /// most a second), kept for the handler's own answer. With the whole of it the two ended at once, and the
+    /// caller got a bare DEADLINE_EXCEEDED where the handler could have named the peer that did not answer. No
+    /// timeout outside a served call.
+    public static var answeringInTime: CallOptions {
+        guard let deadline = ServerContext.current?.deadline else { return CallOptions() }
+        return CallOptions(timeout: leavingRoomToAnswer(deadline - .now))
+    }
+
+    /// The part of `remaining` a handler's own call is given (`answeringInTime`).
+    public static func leavingRoomToAnswer(_ remaining: Duration) -> Duration {
+        remaining - min(.seconds(1), remaining / 5)
+    }
+}
+
 public struct CallOptions: Sendable {
     /// How long the caller waits. Inside a handler the remaining deadline of the call being served applies too.
     public var timeout: Duration?

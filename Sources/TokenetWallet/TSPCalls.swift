@@ -2,7 +2,9 @@ import TokenetCard
 import TokenetRPC
 import TokenetWire
 
-/// The wallet's calls to the TSP's provisioning API, with failures described for the person using the wallet.
+/// The wallet's calls to the TSP's provisioning API, with failures described for the person using the wallet. Each
+/// ends a little before the call the wallet serves (`CallOptions.answeringInTime`), so that a TSP that does not
+/// answer is named ("the TSP's Digitize failed: …") rather than by the caller's bare DEADLINE_EXCEEDED.
 struct TSPCalls: Sendable {
     let client: TspV1.Provisioning.Client
 
@@ -12,7 +14,9 @@ struct TSPCalls: Sendable {
 
     /// Encrypts `card` as a JWE to the TSP's current key, fetched fresh so a key rotation is picked up at once.
     func encrypt(_ card: CardData) async throws -> CardV1.EncryptedCardData {
-        let keys = try await call("GetEncryptionKeys") { try await client.getEncryptionKeys(.init()) }
+        let keys = try await call("GetEncryptionKeys") {
+            try await client.getEncryptionKeys(.init(), options: .answeringInTime)
+        }
         guard let current = keys.keys.first(where: \.current) else {
             throw WalletError(.unavailable, "the TSP published no current card-data encryption key")
         }
@@ -37,15 +41,15 @@ struct TSPCalls: Sendable {
     }
 
     func checkEligibility(_ request: TspV1.CheckEligibilityRequest) async throws -> TspV1.CheckEligibilityResponse {
-        try await call("CheckEligibility") { try await client.checkEligibility(request) }
+        try await call("CheckEligibility") { try await client.checkEligibility(request, options: .answeringInTime) }
     }
 
     func digitize(_ request: TspV1.DigitizeRequest) async throws -> TspV1.DigitizeResponse {
-        try await call("Digitize") { try await client.digitize(request) }
+        try await call("Digitize") { try await client.digitize(request, options: .answeringInTime) }
     }
 
     func createPushSession(_ request: TspV1.CreatePushSessionRequest) async throws -> TspV1.CreatePushSessionResponse {
-        try await call("CreatePushSession") { try await client.createPushSession(request) }
+        try await call("CreatePushSession") { try await client.createPushSession(request, options: .answeringInTime) }
     }
 
     /// Keeps the TSP's status code (so INVALID_ARGUMENT stays INVALID_ARGUMENT for the CLI) and says who answered.

@@ -36,7 +36,8 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
             guard !request.methodID.isEmpty else { throw WalletError(.invalidArgument, "method_id is required") }
             let answer = try await calling("SelectIdvMethod") {
                 try await tsp.selectIdvMethod(
-                    TspV1.SelectIdvMethodRequest(digitalCardID: digitalCardID, methodID: request.methodID))
+                    TspV1.SelectIdvMethodRequest(digitalCardID: digitalCardID, methodID: request.methodID),
+                    options: .answeringInTime)
             }
             logger.withTraceID(context.traceID).info(
                 "ID&V method selected",
@@ -57,7 +58,9 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
             let answer: TspV1.SubmitOtpResponse
             do {
                 answer = try await calling("SubmitOtp") {
-                    try await tsp.submitOTP(TspV1.SubmitOtpRequest(digitalCardID: digitalCardID, code: request.code))
+                    try await tsp.submitOTP(
+                        TspV1.SubmitOtpRequest(digitalCardID: digitalCardID, code: request.code),
+                        options: .answeringInTime)
                 }
             } catch let error as RPCError
                 where (error.code == .unavailable || error.code == .deadlineExceeded)
@@ -101,7 +104,8 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
         try await answering {
             let (card, digitalCardID) = try digitalCard(request.cardRef)
             let answer = try await calling("ResendOtp") {
-                try await tsp.resendOTP(TspV1.ResendOtpRequest(digitalCardID: digitalCardID))
+                try await tsp.resendOTP(
+                    TspV1.ResendOtpRequest(digitalCardID: digitalCardID), options: .answeringInTime)
             }
             logger.withTraceID(context.traceID).info("one-time code resent", ["card_ref": card.cardRef])
             return WalletV1.WalletResendOtpResponse(

@@ -40,7 +40,8 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             do {
                 answer = try await tsp.changeTokenState(
                     TspV1.ChangeTokenStateRequest(
-                        digitalCardID: digitalCardID, action: request.action, reasonCode: request.reasonCode))
+                        digitalCardID: digitalCardID, action: request.action, reasonCode: request.reasonCode),
+                    options: .answeringInTime)
             } catch let error as RPCError {
                 // Past its deadline the call may have reached the TSP's handler all the same: said, so that a
                 // person checks before repeating it.

@@ -122,7 +122,9 @@ struct WalletTokenStateSync: Sendable {
         -> TspV1.GetTokenStatesResponse
     {
         do {
-            return try await tsp.getTokenStates(request, options: CallOptions(timeout: Self.pageWait))
+            // Within the served call's time too, less room for its answer, when `wallet sync` runs the check.
+            let timeout = CallOptions.answeringInTime.timeout.map { min($0, Self.pageWait) } ?? Self.pageWait
+            return try await tsp.getTokenStates(request, options: CallOptions(timeout: timeout))
         } catch let error as RPCError {
             throw WalletError(WalletTokenUpdates.code(of: error), "the TSP's GetTokenStates failed: \(error.message)")
         } catch {

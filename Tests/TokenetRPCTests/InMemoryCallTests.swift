@@ -296,6 +296,19 @@ import TokenetWire
         #expect(remaining > .zero && remaining <= .seconds(600))
     }
 
+    /// A handler's own call made with `CallOptions.answeringInTime` is given the served call's time less a fifth
+    /// (at most a second), so that the handler can answer, naming the peer that did not, before its caller gives up.
+    @Test func aHandlersOwnCallLeavesItTimeToAnswer() throws {
+        #expect(CallOptions.leavingRoomToAnswer(.seconds(10)) == .seconds(9))
+        #expect(CallOptions.leavingRoomToAnswer(.seconds(2)) == .milliseconds(1600))
+        #expect(CallOptions.answeringInTime.timeout == nil)
+        let served = ServerContext(
+            method: "/x.Y/Z", metadata: Metadata(), peer: nil, deadline: .now + .seconds(10), traceID: "0000000000000ab"
+        )
+        let timeout = try #require(ServerContext.$current.withValue(served) { CallOptions.answeringInTime.timeout })
+        #expect(timeout <= .seconds(9) && timeout > .seconds(8), "\(timeout)")
+    }
+
     @Test func gracefulShutdownLetsInFlightCallsFinish() async throws {
         let release = Atomic<Bool>(false)
         let started = Atomic<Bool>(false)
