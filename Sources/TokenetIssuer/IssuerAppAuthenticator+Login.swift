@@ -118,7 +118,7 @@ extension IssuerAppAuthenticator {
                 deviceCode: try Self.code(credentials.device, counters.device))
             return try await self.givingBack(counters, of: account, ifNeverSent: 1) {
                 try await TspV1.Authentication.Client(caller).login(
-                    request, options: IssuerEnrolmentBackend.tspOptions)
+                    request, options: .answeringInTime)
             }
         }
     }
@@ -138,7 +138,7 @@ extension IssuerAppAuthenticator {
                 secondCode: try Self.code(hotp, isUser ? second.user : second.device))
             return try await self.givingBack(first, of: account, ifNeverSent: 2) {
                 try await TspV1.Authentication.Client(caller).resync(
-                    request, options: IssuerEnrolmentBackend.tspOptions)
+                    request, options: .answeringInTime)
             }
         }
         logger.info(

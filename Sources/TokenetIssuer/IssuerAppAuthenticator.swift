@@ -169,7 +169,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         let response = try await IssuerEnrolmentBackend.calling("activate the account") { () async throws in
             try await TspV1.Authentication.Client(try self.backend.caller()).verifyActivation(
                 .init(activationCode: code, referenceID: referenceID, serverURL: "", displayName: name),
-                options: IssuerEnrolmentBackend.tspOptions)
+                options: .answeringInTime)
         }
         var answer = IssuerV1.AppActivateResponse(
             result: response.result, userID: enrolment.userID, accountID: enrolment.accountID,
@@ -310,7 +310,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                         .init(
                             activationCode: $0.activationCode, referenceID: $0.referenceID,
                             serverURL: $0.activationURL, displayName: $0.accountID)
-                    }), options: IssuerEnrolmentBackend.tspOptions)
+                    }), options: .answeringInTime)
         }
         var pendingUser = newUser
         for result in response.results {
@@ -427,7 +427,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             removed = try await IssuerEnrolmentBackend.calling("revoke the account's credentials") {
                 () async throws in
                 try await TspV1.Authentication.Client(try self.backend.caller()).removeCredentials(
-                    request, options: IssuerEnrolmentBackend.tspOptions)
+                    request, options: .answeringInTime)
             }
         } catch {
             throw IssuerError(

@@ -220,10 +220,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         // a token it does not hold. The call is then not sent, and the answer says why.
         // Within the notice limit, and a little before the served call's own deadline, so that the answer still
         // reaches the cardholder's app (a fifth of what is left, at most a second, is kept for it).
-        let remaining = ServerContext.current?.deadline.map {
-            IssuerCardCareService.questionTimeout(remaining: $0 - .now)
-        }
-        let limit = min(walletNoticeLimit, remaining ?? walletNoticeLimit)
+        let limit = CallOptions.answeringInTime.timeout.map { min(walletNoticeLimit, $0) } ?? walletNoticeLimit
         var options = CallOptions(timeout: limit)
         options.expectedPeer = session.walletNodeID.map { PeerIdentity(role: .wallet, nodeID: $0) }
         // What the wallet learns without this message: an activation reaches it from the TSP; a failure leaves the

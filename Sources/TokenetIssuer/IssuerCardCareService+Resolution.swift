@@ -78,7 +78,7 @@ extension IssuerCardCareService {
                     for batch in LifecycleLimits.batches(tokens) {
                         cards += try await TspV1.IssuerCardUpdates.Client(caller).getFundingCards(
                             TspV1.GetFundingCardsRequest(digitalCardIds: batch, cardData: cardData),
-                            options: Self.questionOptions()
+                            options: .answeringInTime
                         ).fundingCards
                     }
                     let holding = TSPHolding(cards, renewal: renewal, currentPAN: card.pan)
@@ -184,31 +184,18 @@ extension IssuerCardCareService {
         }
     }
 
-    /// The options of the calls to the TSP that the operator's answer depends on (the question about a pending
-    /// renewal, the renewal itself): they end a little before the served call's own deadline, so that a TSP that
-    /// does not answer (a partitioned link) is told as such, "the TSP could not be asked … stays pending", "the
-    /// TSP's answer … was lost … stays pending", rather than as the operator's bare DEADLINE_EXCEEDED, which said
-    /// nothing of the pending renewal.
-    static func questionOptions() -> CallOptions {
-        guard let deadline = ServerContext.current?.deadline else { return CallOptions() }
-        return CallOptions(timeout: questionTimeout(remaining: deadline - .now))
-    }
-
-    /// Why a call to the TSP failed, for the operator's answer. A call that `questionOptions` cut short says the TSP
-    /// did not answer within the operator's deadline: its own message named the shortened deadline ("within its
-    /// deadline (2383 ms)"), which the operator never gave.
+    /// Why a call to the TSP failed, for the operator's answer. The calls the answer depends on (the question about
+    /// a pending renewal, the renewal itself) end a little before the served call's own deadline
+    /// (`CallOptions.answeringInTime`), so that a TSP that does not answer (a partitioned link) is told as such,
+    /// "the TSP could not be asked … stays pending", rather than as the operator's bare DEADLINE_EXCEEDED. A call
+    /// cut short so says the TSP did not answer within the operator's deadline: its own message named the shortened
+    /// deadline ("within its deadline (2383 ms)"), which the operator never gave.
     static func failureReason(_ error: any Error) -> String {
         guard let error = error as? RPCError else { return String(describing: error) }
         if error.code == .deadlineExceeded, ServerContext.current?.deadline != nil {
             return "the TSP did not answer within this call's deadline"
         }
         return error.message
-    }
-
-    /// What is left of a served call's `remaining` time for a question it asks: a fifth of it, at most a second,
-    /// is kept for the answer.
-    static func questionTimeout(remaining: Duration) -> Duration {
-        CallOptions.leavingRoomToAnswer(remaining)
     }
 
     /// `renewal` of `card` (its code and name kept) encrypted to the TSP's key, as the TSP takes card data.
@@ -239,7 +226,7 @@ extension IssuerCardCareService {
                     try await TspV1.IssuerCardUpdates.Client(caller).renewCard(
                         TspV1.RenewCardRequest(
                             digitalCardIds: batch, cardData: encrypted, previousCardID: card.id, newCardID: card.id),
-                        options: Self.questionOptions()))
+                        options: .answeringInTime))
             } catch {
                 sent.failure = error
                 break

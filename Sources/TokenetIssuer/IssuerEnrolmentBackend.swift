@@ -81,7 +81,7 @@ final class IssuerEnrolmentBackend: Sendable {
         do {
             response = try await Self.calling("unlock the credentials") { () async throws in
                 try await TspV1.Enrolment.Client(try self.caller()).unlockCredentials(
-                    .init(userID: userID, accountID: accountID), options: Self.tspOptions)
+                    .init(userID: userID, accountID: accountID), options: .answeringInTime)
             }
         } catch let error where appWasLocked {
             // The app's lock is already lifted: said, or the operator took the whole unlock for failed while the
@@ -100,7 +100,7 @@ final class IssuerEnrolmentBackend: Sendable {
     private func register(userID: String, accountIDs: [String]) async throws(IssuerError) -> [TspV1.Activation] {
         let response = try await Self.calling("enrol the account") { () async throws in
             try await TspV1.Enrolment.Client(try self.caller()).registerEnrolment(
-                .init(userID: userID, accountIds: accountIDs), options: Self.tspOptions)
+                .init(userID: userID, accountIds: accountIDs), options: .answeringInTime)
         }
         guard response.activations.count == accountIDs.count else {
             throw IssuerError(.unavailable, "the TSP answered the enrolment with \(response.activations.count) codes")
@@ -138,11 +138,6 @@ final class IssuerEnrolmentBackend: Sendable {
     }
 
     /// A call to the TSP; its failures become `IssuerError`s saying what could not be done.
-    /// The options of a call to the TSP made while serving a call (`CallOptions.answeringInTime`): a TSP that does
-    /// not answer is named as such ("cannot log in at the TSP (DEADLINE_EXCEEDED)") rather than by the caller's
-    /// bare DEADLINE_EXCEEDED.
-    static var tspOptions: CallOptions { .answeringInTime }
-
     static func calling<T>(_ what: String, _ body: () async throws -> T) async throws(IssuerError) -> T {
         do {
             return try await body()

@@ -131,15 +131,12 @@ struct IssuerTokenSync: Sendable {
 
     /// The TSP's answer to `request`, within `callWait`; its refusal keeps its code and says whose it is. Run for an
     /// operator's `SyncWithTsp`, the call ends a little before the operator's own deadline
-    /// (`IssuerCardCareService.questionTimeout`), so that a TSP that does not answer is named as such rather than
+    /// (`CallOptions.answeringInTime`), so that a TSP that does not answer is named as such rather than
     /// by the operator's bare DEADLINE_EXCEEDED.
     private func ask(_ client: TspV1.IssuerCardUpdates.Client, _ request: TspV1.GetIssuerTokensRequest) async throws
         -> TspV1.GetIssuerTokensResponse
     {
-        var timeout = callWait
-        if let deadline = ServerContext.current?.deadline {
-            timeout = min(timeout, IssuerCardCareService.questionTimeout(remaining: deadline - .now))
-        }
+        let timeout = CallOptions.answeringInTime.timeout.map { min($0, callWait) } ?? callWait
         do {
             return try await client.getIssuerTokens(request, options: CallOptions(timeout: timeout))
         } catch let error as RPCError {

@@ -502,7 +502,7 @@ import TokenetWire
     }
 
     /// A TSP that does not answer is named before the app's caller's deadline: its call is given the served call's
-    /// time less a margin (`IssuerEnrolmentBackend.tspOptions`), where with all of it both ended at once and the
+    /// time less a margin (`CallOptions.answeringInTime`), where with all of it both ended at once and the
     /// caller got its own bare DEADLINE_EXCEEDED, though the issuer knew the TSP was the one not answering. Run
     /// inside a served call's context with no server around it, so that only the TSP call's own timer can end it.
     @Test func aTSPThatDoesNotAnswerIsNamedWithinTheCallersDeadline() async throws {
@@ -524,9 +524,9 @@ import TokenetWire
             method: "/tokenet.issuer.v1.IssuerAppAuth/Login", metadata: Metadata(), peer: nil,
             deadline: .now + .seconds(10), traceID: "0000000000000ab")
         let timeout = try #require(
-            ServerContext.$current.withValue(later) { IssuerEnrolmentBackend.tspOptions.timeout })
+            ServerContext.$current.withValue(later) { CallOptions.answeringInTime.timeout })
         #expect(timeout <= .seconds(9) && timeout > .seconds(8), "\(timeout)")
-        #expect(IssuerEnrolmentBackend.tspOptions.timeout == nil)
+        #expect(CallOptions.answeringInTime.timeout == nil)
     }
 
     @Test func loginUsesEachCounterOnceAndNeedsThePIN() async throws {

@@ -42,8 +42,8 @@ import TokenetWire
     /// The question about a pending renewal ends before the operator's call does, so that its answer can say the
     /// TSP could not be asked.
     @Test func theQuestionToTheTSPLeavesTimeForTheAnswer() {
-        #expect(IssuerCardCareService.questionTimeout(remaining: .seconds(30)) == .seconds(29))
-        #expect(IssuerCardCareService.questionTimeout(remaining: .seconds(2)) == .milliseconds(1600))
+        #expect(CallOptions.leavingRoomToAnswer(.seconds(30)) == .seconds(29))
+        #expect(CallOptions.leavingRoomToAnswer(.seconds(2)) == .milliseconds(1600))
     }
 
     /// A repeat the TSP could neither be asked about nor sent (a TSP that cannot be reached) leaves the renewal

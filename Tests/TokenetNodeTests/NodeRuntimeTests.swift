@@ -102,20 +102,28 @@ import TokenetWire
                 .hasPrefix("stop what holds it"))
     }
 
-    @Test func startAnnouncesReadinessAndStopWithdrawsIt() async throws {
-        let directory = try TemporaryDirectory()
+    /// Starts a plaintext issuer-node runtime on `dataDirectory` of `directory`, with its ready file there; returns
+    /// it with the lines it announced.
+    private static func startIssuer(
+        in directory: TemporaryDirectory, dataDirectory: String, sink: MemoryLogSink, stopRequested: Bool = false
+    ) async throws -> (NodeRuntime, [String]) {
         var options = NodeOptions()
         options.plaintext = true
-        options.dataDirectory = directory.path("data/nested")
+        options.dataDirectory = directory.path(dataDirectory)
         options.readyFile = directory.path("ready.json")
-        let sink = MemoryLogSink()
-        let (runtime, announced) = try await offThePool { [options] in
+        return try await offThePool { [options] in
             var announced: [String] = []
             let runtime = try NodeRuntime.start(
                 spec: .issuer, options: options, logger: Logger(node: "issuer-node", sink: sink),
-                announce: { announced.append($0) })
+                stopRequested: { stopRequested }, announce: { announced.append($0) })
             return (runtime, announced)
         }
+    }
+
+    @Test func startAnnouncesReadinessAndStopWithdrawsIt() async throws {
+        let directory = try TemporaryDirectory()
+        let sink = MemoryLogSink()
+        let (runtime, announced) = try await Self.startIssuer(in: directory, dataDirectory: "data/nested", sink: sink)
         let ready = try ReadyFile.read(from: directory.path("ready.json"))
         #expect(ready == runtime.ready)
         #expect(ready.node == "issuer-node")
@@ -131,18 +139,9 @@ import TokenetWire
     /// the signal, and whoever waited for them took it for a node that would serve.
     @Test func aNodeToldToStopWhileStartingIsNotAnnouncedReady() async throws {
         let directory = try TemporaryDirectory()
-        var options = NodeOptions()
-        options.plaintext = true
-        options.dataDirectory = directory.path("data")
-        options.readyFile = directory.path("ready.json")
         let sink = MemoryLogSink()
-        let (runtime, announced) = try await offThePool { [options] in
-            var announced: [String] = []
-            let runtime = try NodeRuntime.start(
-                spec: .issuer, options: options, logger: Logger(node: "issuer-node", sink: sink),
-                stopRequested: { true }, announce: { announced.append($0) })
-            return (runtime, announced)
-        }
+        let (runtime, announced) = try await Self.startIssuer(
+            in: directory, dataDirectory: "data", sink: sink, stopRequested: true)
         #expect(announced.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: directory.path("ready.json")))
         #expect(!sink.lines.contains { $0.contains(": ready ") })
