@@ -90,7 +90,7 @@ import TokenetWire
         func run(_ script: String, _ extra: [String] = ["--tsp", address, "--pki", pki.directory.path]) throws
             -> ProcessResult
         {
-            let file = data.path("script-\(UUID().uuidString).scenario")
+            let file = data.path("script-\(TestScratch.uniqueName()).scenario")
             try script.write(toFile: file, atomically: true, encoding: .utf8)
             return try LaunchedProcess.run("tokenet", ["scenario", file] + extra)
         }

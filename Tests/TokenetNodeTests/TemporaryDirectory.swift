@@ -1,11 +1,12 @@
 import Foundation
+import TokenetTestSupport
 
 /// A fresh directory under the system temporary directory, removed when the value is deinitialized.
 final class TemporaryDirectory {
     let url: URL
 
     init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-test-\(UUID().uuidString)")
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-test-\(TestScratch.uniqueName())")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 

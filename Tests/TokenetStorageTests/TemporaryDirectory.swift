@@ -1,11 +1,13 @@
 import Foundation
+import TokenetTestSupport
 
 /// A fresh directory under the system temporary directory, removed when the value is deinitialized.
 final class TemporaryDirectory {
     let url: URL
 
     init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-storage-\(UUID().uuidString)")
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tokenet-storage-\(TestScratch.uniqueName())")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
