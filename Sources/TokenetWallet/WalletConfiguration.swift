@@ -95,12 +95,14 @@ public struct WalletConfiguration: Sendable, Equatable {
         }
         if let risk = file.risk {
             for (name, score) in [("accountScore", risk.accountScore), ("deviceScore", risk.deviceScore)] {
-                if let score, !(1...5).contains(score) {
-                    throw NodeError(.config, "\(path): risk.\(name) is \(score); scores go from 1 (lowest) to 5")
+                if let score, !(1...5).contains(score) || score.rounded() != score {
+                    let shown = score.rounded() == score && abs(score) < 1e15 ? "\(Int64(score))" : "\(score)"
+                    throw NodeError(
+                        .config, "\(path): risk.\(name) is \(shown); scores are whole numbers from 1 (lowest) to 5")
                 }
             }
-            configuration.risk.accountScore = risk.accountScore ?? configuration.risk.accountScore
-            configuration.risk.deviceScore = risk.deviceScore ?? configuration.risk.deviceScore
+            configuration.risk.accountScore = risk.accountScore.map { UInt32($0) } ?? configuration.risk.accountScore
+            configuration.risk.deviceScore = risk.deviceScore.map { UInt32($0) } ?? configuration.risk.deviceScore
             if let name = risk.recommendation {
                 let known = CardV1.WalletRecommendation.knownCases.filter { $0 != .unspecified }
                 guard let value = known.first(where: { $0.shortName == name.uppercased() }) else {
@@ -135,8 +137,10 @@ public struct WalletConfiguration: Sendable, Equatable {
             var osVersion: String?
         }
         struct Risk: Decodable {
-            var accountScore: UInt32?
-            var deviceScore: UInt32?
+            /// Read as any JSON number and checked above: as `UInt32`, a 2.5 or a -1 made the decoder say the file
+            /// was "not valid JSON", naming no key.
+            var accountScore: Double?
+            var deviceScore: Double?
             var recommendation: String?
         }
         var walletAccountId: String?

@@ -273,6 +273,28 @@ import TokenetWire
         }
     }
 
+    /// A score that is a fraction, negative or too large for its field is named with its key; it was "not valid
+    /// JSON", which the file is.
+    @Test(arguments: [
+        (
+            #"{"risk": {"accountScore": 2.5}}"#,
+            "risk.accountScore is 2.5; scores are whole numbers from 1 (lowest) to 5"
+        ),
+        (#"{"risk": {"deviceScore": -1}}"#, "risk.deviceScore is -1; scores are whole numbers from 1 (lowest) to 5"),
+        (#"{"risk": {"accountScore": 99999999999}}"#, "risk.accountScore is 99999999999; scores are whole numbers"),
+        (#"{"risk": {"accountScore": 1e300}}"#, "risk.accountScore is 1e+300; scores are whole numbers"),
+    ])
+    func aScoreThatIsNoWholeNumberFromOneToFiveIsNamed(json: String, message: String) throws {
+        let failure = try #require(throws: NodeError.self) {
+            try WalletConfiguration.parse(Data(json.utf8), path: "w.json")
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains("w.json: " + message), "\(failure.description)")
+        #expect(
+            try WalletConfiguration.parse(Data(#"{"risk": {"accountScore": 3.0}}"#.utf8), path: "w").risk.accountScore
+                == 3)
+    }
+
     /// Values the wallet or the TSP would refuse later (use-account refuses such an account; an empty device id
     /// failed every add-card with the node up) stop the node at its start.
     @Test(arguments: [
@@ -332,7 +354,7 @@ import TokenetWire
     @Test(arguments: [
         (#"{"device": {"deviceId": 5}}"#, #""device.deviceId" must be a string, not a number"#),
         (#"{"device": "x"}"#, #""device" must be a JSON object, not a string"#),
-        (#"{"risk": {"accountScore": "2"}}"#, #""risk.accountScore" must be a whole number, not a string"#),
+        (#"{"risk": {"accountScore": "2"}}"#, #""risk.accountScore" must be a number, not a string"#),
         (#"{"risk": [1]}"#, #""risk" must be a JSON object, not an array"#),
         (#"{"provider": true}"#, #""provider" must be a string, not a boolean"#),
         ("[1, 2]", "it holds an array, not a JSON object"),
