@@ -34,8 +34,8 @@ extension RPCClient: RPCCaller {}
 /// Calls to one peer over a shared connection that is opened on first use and reopened after it is lost.
 ///
 /// Concurrent calls share one connection; while it is being (re)made they wait for it. Failed attempts back off
-/// exponentially with jitter, and a call waits for readiness only within its own deadline (without one, for a few
-/// attempts), then fails with `UNAVAILABLE` and the last connection error.
+/// exponentially with jitter, and a call waits for readiness only within its own deadline and `readinessWait`
+/// (without a deadline, for a few attempts), then fails with `UNAVAILABLE` and the last connection error.
 public final class RPCChannel: RPCCaller {
     public typealias Connector = @Sendable () async throws -> any ByteStream
 
@@ -102,6 +102,8 @@ public final class RPCChannel: RPCCaller {
     private let backoff: Backoff
     /// Attempts a call without a deadline makes before giving up.
     private let attemptsWithoutDeadline: Int
+    /// How long a call with a deadline waits for a connection while attempts fail, when its deadline is later.
+    private let readinessWait: Duration
     /// What the channel connects to, for its messages ("the wallet-node at 127.0.0.1:7003 (--wallet)"): a caller that
     /// passes on "cannot connect" has a person wonder to what.
     private let peer: String?
@@ -121,6 +123,7 @@ public final class RPCChannel: RPCCaller {
         timers: ConnectionTimers = ConnectionTimers(),
         backoff: Backoff = Backoff(),
         attemptsWithoutDeadline: Int = 5,
+        readinessWait: Duration = RPCChannel.defaultReadinessWait,
         peer: String? = nil,
         onLinkChange: (@Sendable (LinkChange) -> Void)? = nil,
         connector: @escaping Connector
@@ -132,7 +135,14 @@ public final class RPCChannel: RPCCaller {
         self.timers = timers
         self.backoff = backoff
         self.attemptsWithoutDeadline = attemptsWithoutDeadline
+        self.readinessWait = readinessWait
     }
+
+    /// Ten seconds: longer than a peer's restart and than the longest backoff (5 s and its jitter), so a call made
+    /// while its peer restarts still reaches it; short enough that a person whose call needs a peer that is down
+    /// hears so within seconds. A call's deadline alone (30 s from the CLI) had a command wait out nearly all of it
+    /// against a peer that refused every attempt.
+    public static let defaultReadinessWait: Duration = .seconds(10)
 
     /// Closes the current connection gracefully; later calls fail with `UNAVAILABLE`.
     public func close() async {
@@ -253,11 +263,15 @@ public final class RPCChannel: RPCCaller {
     private func client(for options: CallOptions) async throws -> RPCClient {
         var deadline = options.timeout.map { ContinuousClock.now + $0 }
         if let inherited = ServerContext.current?.deadline { deadline = min(deadline ?? inherited, inherited) }
-        return try await client(before: deadline)
+        return try await client(before: deadline, waitingAtMost: readinessWait)
     }
 
-    /// A usable connection, made or remade as needed, before `deadline`.
-    func client(before deadline: ContinuousClock.Instant?) async throws -> RPCClient {
+    /// A usable connection, made or remade as needed, before `deadline`, waiting for one at most `wait` while attempts
+    /// fail (a connection attempt under way at its end may finish, within `deadline`).
+    func client(before deadline: ContinuousClock.Instant?, waitingAtMost wait: Duration? = nil) async throws
+        -> RPCClient
+    {
+        let waitEnds = wait.map { ContinuousClock.now + $0 }
         var attemptsMade = 0
         while true {
             let step: Step = state.withLock { state in
@@ -265,12 +279,17 @@ public final class RPCChannel: RPCCaller {
                 if let client = state.client, client.isUsable { return .ready(client) }
                 state.client = nil
                 if state.connecting {
-                    // The attempt under way still waits out its backoff, past this call's deadline: fail now, as
-                    // the call would had it been the one to attempt, rather than wait for the deadline.
-                    if let deadline, let next = state.nextAttemptAt, next >= deadline {
+                    // The attempt under way still waits out its backoff, past this call's deadline or wait: fail now,
+                    // as the call would had it been the one to attempt, rather than wait for the deadline.
+                    if let deadline, let next = state.nextAttemptAt, next >= min(deadline, waitEnds ?? deadline) {
                         return .fail(unavailable(state.lastError, attempts: state.failures))
                     }
                     return .wait
+                }
+                // Attempts have failed for as long as this call waits: the peer is down, and the caller hears so.
+                if deadline != nil, let waitEnds, attemptsMade > 0 || state.failures > 0 {
+                    let next = state.nextAttemptAt ?? .now
+                    if next >= waitEnds { return .fail(unavailable(state.lastError, attempts: state.failures)) }
                 }
                 if deadline == nil, attemptsMade >= attemptsWithoutDeadline {
                     return .fail(unavailable(state.lastError, attempts: attemptsMade))

@@ -156,6 +156,33 @@ import TokenetWire
         _ = await first.result
     }
 
+    /// A peer that refuses every attempt fails a call after the channel's readiness wait, not at the end of the
+    /// call's much later deadline (a CLI user waited 27 s of 30 for a node whose peer was down); a peer that comes
+    /// back within the wait is reached. The bound on the wait tells its 1 s from the deadline's 120 s with room for a
+    /// loaded machine (a busy suite once starved the first attempt for 30 s).
+    @Test(.timeLimit(.minutes(3))) func aPeerThatKeepsRefusingFailsTheCallAfterTheReadinessWait() async throws {
+        let refusing = Harness(failures: .max)
+        let channel = RPCChannel(backoff: Self.fastBackoff, readinessWait: .seconds(1)) {
+            try await refusing.connect()
+        }
+        let started = ContinuousClock.now
+        let error = await #expect(throws: RPCError.self) {
+            try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(120)))
+        }
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("connection refused (test)") == true, "\(String(describing: error))")
+        let waited = ContinuousClock.now - started
+        // It ends at the last attempt before the wait runs out, so a little before 1 s.
+        #expect(waited >= .milliseconds(500) && waited < .seconds(100), "waited \(waited)")
+
+        let comingBack = Harness(failures: 3)
+        let patient = RPCChannel(backoff: Self.fastBackoff, readinessWait: .seconds(30)) {
+            try await comingBack.connect()
+        }
+        _ = try await patient.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(120)))
+        #expect(comingBack.attempts.load(ordering: .relaxed) == 4)
+    }
+
     @Test func withoutADeadlineGivesUpAfterAFewAttempts() async throws {
         let harness = Harness(failures: .max)
         let channel = RPCChannel(backoff: Self.fastBackoff, attemptsWithoutDeadline: 3) { try await harness.connect() }
