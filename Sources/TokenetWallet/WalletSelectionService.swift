@@ -47,6 +47,27 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
         }
     }
 
+    /// Why a card whose token ended cannot be selected, and which card to pick instead. A token ends when it is
+    /// deleted or when the card is added again (the TSP replaces the older token): "deleted; add the card again"
+    /// sent the person who had just added it again to add it a third time. The wallet keeps no card number, so a
+    /// card of the same scheme and last four digits in the same account, with a live token, is named as the one to
+    /// select.
+    private func endedCardRefusal(_ card: WalletCardRecord) throws(WalletError) -> String {
+        let account = card.account(configured: selection.configuredAccountID)
+        let live = try store.allCards().filter { other in
+            other.id != card.id && other.scheme == card.scheme && other.panLast4 == card.panLast4
+                && other.account(configured: selection.configuredAccountID) == account
+                && [.active, .suspended, .inactive].contains(other.result?.tokenState)
+        }
+        let ended =
+            "\(card.cardRef) is DEACTIVATED (its token was deleted, or replaced when the card was added again), "
+            + "so it cannot be the selected card"
+        guard let newest = live.max(by: { $0.id < $1.id }) else { return ended + "; add the card again" }
+        let state = newest.result?.tokenState.protoValueName.map { String($0.dropFirst("TOKEN_STATE_".count)) }
+        return ended + "; \(newest.cardRef), a card ending \(card.panLast4) in the same wallet account, is "
+            + "\(state ?? "live"): select it instead"
+    }
+
     public func selectCard(_ request: WalletV1.SelectCardRequest, context: ServerContext) async throws
         -> WalletV1.SelectionResponse
     {
@@ -58,9 +79,7 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
             }
             // A deleted token never pays again: the wallet app no longer shows its card, so nobody picks it.
             guard result.tokenState != .deactivated else {
-                throw WalletError(
-                    .failedPrecondition,
-                    "\(card.cardRef) is DEACTIVATED (deleted), so it cannot be the selected card; add the card again")
+                throw WalletError(.failedPrecondition, try endedCardRefusal(card))
             }
             // The wallet app shows the active account's cards only: a card of another account cannot be picked.
             let account = card.account(configured: selection.configuredAccountID)

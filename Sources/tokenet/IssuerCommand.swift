@@ -33,7 +33,8 @@ enum IssuerCommand {
         the operator has the TSP activate the INACTIVE token. app-view shows the issuer app's view of its cards in the
         wallet, kept from the wallet's card-data-changed listener and the token states pulled at each connection.
         RENEWAL in cards is a renewal waiting for the TSP's answer: the reserved number (masked), expiry, since when.
-        TOKENS counts the card's live tokens, those the TSP's stand-in approved included (--json names them).
+        TOKENS counts the card's tokens not deleted (INACTIVE ones waiting for ID&V too), those the TSP's
+        stand-in approved included (--json names them).
         sync checks the issuer's tokens with the TSP now, as the issuer does each time its notification stream to
         the TSP opens: it records the tokens the TSP's stand-in decided and the tokens the TSP deleted whose
         messages the issuer missed (dropped while the issuer was away), so that TOKENS counts them as they are.

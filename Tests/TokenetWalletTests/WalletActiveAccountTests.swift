@@ -160,7 +160,9 @@ import TokenetWire
         #expect(after.tsp.recorded.eligibilityRequests.map(\.walletAccountID) == ["wallet-account-2"])
     }
 
-    /// A deleted card is no longer shown, so it cannot be selected; the selection stays as it was.
+    /// A deleted card is no longer shown, so it cannot be selected; the selection stays as it was. The refusal names
+    /// the card added again in its place (same scheme, last four digits and account) as the one to select; it said
+    /// "deleted; add the card again" to a person who had just done so.
     @Test func aDeletedCardCannotBeSelected() async throws {
         let wallet = try WalletHarness()
         _ = try await wallet.control.addCard(WalletHarness.manual())
@@ -168,14 +170,27 @@ import TokenetWire
         #expect(try await wallet.selection.selectCard(.init(cardRef: "card-1")).selectedCardRef == "card-1")
         _ = try await wallet.lifecycle.changeCardState(
             .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
-        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let alone = try await #require(throws: RPCError.self) {
+            try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        }
+        #expect(alone.code == .failedPrecondition)
+        #expect(
+            alone.message.hasPrefix("card-1 is DEACTIVATED (its token was deleted, or replaced when the card was added")
+                && alone.message.hasSuffix("so it cannot be the selected card; add the card again"), "\(alone.message)")
+        _ = try await wallet.control.addCard(WalletHarness.manual("5555555555554444"))
         _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-3"))
         _ = try await wallet.selection.selectCard(.init(cardRef: "card-2"))
         let error = try await #require(throws: RPCError.self) {
             try await wallet.selection.selectCard(.init(cardRef: "card-1"))
         }
         #expect(error.code == .failedPrecondition)
-        #expect(error.message.contains("card-1 is DEACTIVATED (deleted)"), "\(error.message)")
+        let last4 = try wallet.store.card(ref: "card-1").panLast4
+        #expect(
+            error.message.hasSuffix(
+                "; card-3, a card ending \(last4) in the same wallet account, is ACTIVE: select it instead"),
+            "\(error.message)")
         #expect(try wallet.store.selection().selectedCardID == (try wallet.store.card(ref: "card-2")).id)
     }
 
