@@ -86,9 +86,19 @@ struct IssuerCallCentreService: IssuerV1.IssuerCallCentre.ServiceProtocol {
     {
         guard !request.digitalCardID.isEmpty else { throw RPCError(.invalidArgument, "digital_card_id is required") }
         guard let card = try store.card(forDigitalCardID: request.digitalCardID) else {
-            throw RPCError(
-                .notFound, "the issuer made no decision for token \"\(request.digitalCardID)\"; it knows no card for it"
-            )
+            var message = "the issuer made no decision for token \"\(request.digitalCardID)\"; it knows no card for it"
+            // The operator at the call centre works from `issuer cards`, whose first column is the issuer's own card
+            // id: given in place of the token's, it was answered as an unknown token with nothing more.
+            if request.digitalCardID.lowercased().hasPrefix("card-") {
+                let whose =
+                    try store.card(id: request.digitalCardID) != nil
+                    ? "one of this issuer's card ids" : "a card reference"
+                message +=
+                    "; \(request.digitalCardID) is \(whose), not a token: activate-token takes the digital card id "
+                    + "(DNITHE… or DWSPMC…) of the card's INACTIVE token, which tokenet issuer cards --json lists "
+                    + "under the card"
+            }
+            throw RPCError(.notFound, message)
         }
         guard let caller = tsp.caller else {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")

@@ -120,6 +120,21 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
             _ = try await callCentre.activateToken(IssuerV1.CallCentreActivateRequest(digitalCardID: "DNITHE-x"))
         }
         #expect(unknown?.code == .notFound)
+        #expect(unknown?.message.contains("not a token") == false)
+        // The issuer's own card id, from the first column of `issuer cards`, is said to be one, with where the
+        // token's id is; a wallet's card reference is named as one too.
+        let cardID = await Support.rpcError {
+            _ = try await callCentre.activateToken(.init(digitalCardID: "card-visa-approve"))
+        }
+        #expect(cardID?.code == .notFound)
+        #expect(
+            cardID?.message.contains(
+                "card-visa-approve is one of this issuer's card ids, not a token: activate-token takes the digital card id"
+            ) == true, "\(String(describing: cardID))")
+        let walletRef = await Support.rpcError {
+            _ = try await callCentre.activateToken(.init(digitalCardID: "card-3"))
+        }
+        #expect(walletRef?.message.contains("card-3 is a card reference, not a token") == true)
         #expect(tsp.requests.withLock { $0.count } == 2)
     }
 
