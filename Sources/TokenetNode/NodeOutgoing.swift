@@ -13,14 +13,32 @@ public final class NodeOutgoing: Sendable {
     private struct State {
         var channels: [RPCChannel] = []
         var tasks: [Task<Void, Never>] = []
+        /// Work asked for before `startHeld()`: nil once it was called (or when nothing is held).
+        var held: [@Sendable () async -> Void]?
         var stopping = false
         /// The peers (by the channel's description) a channel last found unreachable.
         var unreachable: Set<String> = []
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    public init() {}
+    /// With `holdingUntilStarted`, background work asked for is held until `startHeld()`: a node builds its
+    /// services (which ask for their subscriptions and registrations) before it binds its port, and one whose bind
+    /// then failed had already taken notifications from the TSP's queue and acknowledged them, lost to the node on
+    /// that data directory that was still running, and registered its key with the TSP in another's place.
+    public init(holdingUntilStarted: Bool = false) {
+        state = Mutex(State(held: holdingUntilStarted ? [] : nil))
+    }
+
+    /// Starts the work held until now, and from now on runs new work at once; nothing when the node is stopping.
+    public func startHeld() {
+        state.withLock { state in
+            guard let held = state.held else { return }
+            state.held = nil
+            guard !state.stopping else { return }
+            for body in held { state.tasks.append(Task { await body() }) }
+        }
+    }
 
     /// Whether the node has begun to stop its outgoing work (then `run` starts nothing new).
     public var isStopping: Bool { state.withLock { $0.stopping } }
@@ -43,11 +61,15 @@ public final class NodeOutgoing: Sendable {
     }
 
     /// Runs `body` in a task of its own, which is cancelled when the node stops; once it is stopping, nothing new
-    /// starts.
+    /// starts. While work is held (`init(holdingUntilStarted:)`), it starts at `startHeld()`.
     public func run(_ body: @escaping @Sendable () async -> Void) {
         state.withLock { state in
             guard !state.stopping else { return }
-            state.tasks.append(Task { await body() })
+            if state.held != nil {
+                state.held?.append(body)
+            } else {
+                state.tasks.append(Task { await body() })
+            }
         }
     }
 
@@ -56,6 +78,7 @@ public final class NodeOutgoing: Sendable {
     public func cancelTasks() {
         let tasks = state.withLock { state in
             state.stopping = true
+            state.held = nil
             return state.tasks
         }
         for task in tasks { task.cancel() }

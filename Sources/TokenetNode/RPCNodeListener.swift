@@ -155,7 +155,8 @@ public final class RPCNodeListener: NodeListener {
             throw NodeError(.listen, "cannot start the event loop", cause: DescribedError(error))
         }
         var router: RPCRouter
-        let outgoing = NodeOutgoing()
+        // The services' background work (notification subscription, registration) starts once the port is bound.
+        let outgoing = NodeOutgoing(holdingUntilStarted: true)
         let resources = NodeResources()
         do {
             let context = NodeContext(
@@ -344,6 +345,7 @@ public final class RPCNodeListener: NodeListener {
             resources.closeAll(logger: logger)
             throw error
         }
+        outgoing.startHeld()
         return RPCNodeListener(
             boundAddress: HostPort(host: listener.host, port: listener.port),
             server: server,

@@ -25,6 +25,26 @@ import TokenetWire
         #expect(!started.withLock { $0 }, "a stopping node starts no new background work")
     }
 
+    /// Work asked for while held waits for `startHeld()`; held work of a node that stops first never runs.
+    @Test func heldWorkStartsWhenStartedAndNeverAfterAStop() async throws {
+        let outgoing = NodeOutgoing(holdingUntilStarted: true)
+        let ran = Mutex(0)
+        outgoing.run { ran.withLock { $0 += 1 } }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(ran.withLock { $0 } == 0)
+        outgoing.startHeld()
+        outgoing.run { ran.withLock { $0 += 1 } }
+        for _ in 0..<500 where ran.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(ran.withLock { $0 } == 2)
+
+        let stopped = NodeOutgoing(holdingUntilStarted: true)
+        stopped.run { ran.withLock { $0 += 10 } }
+        stopped.cancelTasks()
+        stopped.startHeld()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(ran.withLock { $0 } == 2)
+    }
+
     @Test func aChannelIsClosedSoLaterCallsFail() async throws {
         let server = RPCServer(router: RPCRouter())
         let serving = Mutex<[Task<Void, Never>]>([])

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetRPC
 import TokenetTestSupport
@@ -68,6 +69,33 @@ import TokenetWire
             "\(String(describing: failure))")
         #expect(failure?.description.contains("Address already in use") == true)
         #expect(failure?.description.contains("stop what holds it, or give another address") == true)
+        try await offThePool { first.stop() }
+    }
+
+    /// The services' background work (a party's notification subscription, its registration with the TSP) starts
+    /// only once the port is bound: a node whose bind failed had taken and acknowledged notifications meant for the
+    /// node still running on the port, and exited with them.
+    @Test func backgroundWorkStartsOnlyOnceThePortIsBound() async throws {
+        var options = NodeOptions()
+        options.plaintext = true
+        let ran = Mutex(0)
+        let services: NodeServices = { context in
+            context.runInBackground { ran.withLock { $0 += 1 } }
+            return RPCRouter()
+        }
+        let first = try await offThePool { [options] in
+            try RPCNodeListener.bind(options: options, services: services, logger: Self.logger())
+        }
+        for _ in 0..<500 where ran.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(ran.withLock { $0 } == 1, "the bound node's background work ran")
+        options.listen = first.boundAddress
+        await #expect(throws: NodeError.self) {
+            try await offThePool { [options] in
+                try RPCNodeListener.bind(options: options, services: services, logger: Self.logger())
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(ran.withLock { $0 } == 1, "the node that could not bind ran its background work")
         try await offThePool { first.stop() }
     }
 
