@@ -158,8 +158,9 @@ import TokenetWire
 
     /// A peer that refuses every attempt fails a call after the channel's readiness wait, not at the end of the
     /// call's much later deadline (a CLI user waited 27 s of 30 for a node whose peer was down); a peer that comes
-    /// back within the wait is reached. The bound on the wait tells its 1 s from the deadline's 120 s with room for a
-    /// loaded machine (a busy suite once starved the first attempt for 30 s).
+    /// back within the wait is reached. The deadlines are an hour, past the test's time limit: without the wait the
+    /// first call would still be trying when the limit ends the test. No tighter bound on the time is asserted, since
+    /// a busy suite once starved this test for two and a half minutes.
     @Test(.timeLimit(.minutes(3))) func aPeerThatKeepsRefusingFailsTheCallAfterTheReadinessWait() async throws {
         let refusing = Harness(failures: .max)
         let channel = RPCChannel(backoff: Self.fastBackoff, readinessWait: .seconds(1)) {
@@ -167,19 +168,19 @@ import TokenetWire
         }
         let started = ContinuousClock.now
         let error = await #expect(throws: RPCError.self) {
-            try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(120)))
+            try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(3600)))
         }
         #expect(error?.code == .unavailable)
         #expect(error?.message.contains("connection refused (test)") == true, "\(String(describing: error))")
-        let waited = ContinuousClock.now - started
         // It ends at the last attempt before the wait runs out, so a little before 1 s.
-        #expect(waited >= .milliseconds(500) && waited < .seconds(100), "waited \(waited)")
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(500), "waited \(waited)")
 
         let comingBack = Harness(failures: 3)
-        let patient = RPCChannel(backoff: Self.fastBackoff, readinessWait: .seconds(30)) {
+        let patient = RPCChannel(backoff: Self.fastBackoff, readinessWait: .seconds(3600)) {
             try await comingBack.connect()
         }
-        _ = try await patient.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(120)))
+        _ = try await patient.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(3600)))
         #expect(comingBack.attempts.load(ordering: .relaxed) == 4)
     }
 
