@@ -113,6 +113,13 @@ public final class RPCNodeListener: NodeListener {
 
     static let statusMessageLimit = 2048
 
+    /// What kind of problem ended a connection, for throttling its lines: the words before the first colon or digit
+    /// (`read failed`, `a frame of`, `the first frame must be hello`), so that sizes and counts make no new kind.
+    static func problemKind(_ problem: String) -> Substring {
+        let end = problem.firstIndex { $0 == ":" || $0.isNumber } ?? problem.endIndex
+        return problem[..<end].prefix(64)
+    }
+
     /// A factory for `NodeMain.run` that serves the party's services (plus health and reflection) over mutual TLS
     /// (plaintext with `--plaintext`).
     public static func factory(services: @escaping NodeServices = { _ in RPCRouter() }) -> NodeListenerFactory {
@@ -240,13 +247,25 @@ public final class RPCNodeListener: NodeListener {
         // line at info: it is how an operator learns that a peer misbehaves or vanished. A clean close is not.
         // Throttled as refusals are: a peer that opens connections only to let them fail wrote a line for each (329
         // in one run), one a second says it with the count of those not shown.
-        let closedWithProblems = LogThrottle()
+        // One throttle per peer and kind of problem: in a burst the line shown was a peer's plain "read failed:
+        // connection closed by peer …", and the oversized frames and missing hellos behind the lines not shown were
+        // said by none. Bounded as the call throttles are.
+        let closedWithProblems = Mutex<[String: LogThrottle]>([:])
+        let closedThrottle: @Sendable (String) -> LogThrottle = { key in
+            closedWithProblems.withLock { throttles in
+                if let throttle = throttles[key] { return throttle }
+                if throttles.count >= 1_000 { throttles.removeAll() }
+                let throttle = LogThrottle()
+                throttles[key] = throttle
+                return throttle
+            }
+        }
         let logConnection: @Sendable (ConnectionRecord) -> Void = { record in
             let peer = record.peer?.uri ?? "plaintext"
             let (seconds, attoseconds) = record.duration.components
             let milliseconds = String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
             if let problem = record.problem {
-                closedWithProblems.submit { notShown in
+                closedThrottle("\(peer) \(Self.problemKind(problem))").submit { notShown in
                     if notShown > 0 {
                         logger.info(
                             "connection closed",
@@ -357,8 +376,8 @@ public final class RPCNodeListener: NodeListener {
             outgoing: outgoing,
             resources: resources,
             throttles: {
-                failedCalls.withLock { Array($0.values) }
-                    + [closedWithProblems, peerRefusals, refusals, handshakeRefusals]
+                failedCalls.withLock { Array($0.values) } + closedWithProblems.withLock { Array($0.values) }
+                    + [peerRefusals, refusals, handshakeRefusals]
             }
         )
     }
