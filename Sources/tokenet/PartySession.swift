@@ -19,6 +19,7 @@ enum PartySession {
         var options = options
         options.deadline = options.deadline ?? defaultDeadline
         let address = options.address.description
+        let party = options.party
         return try InspectSession.run(options, tracedFailures: true) { session in
             try checkParty(of: session)
             let (response, traceID): (Response, String)
@@ -26,11 +27,26 @@ enum PartySession {
                 (response, traceID) = try await traced(session) { try await call(session, $0) }
             } catch var error as RPCError {
                 error.message = addressed(error.message, address)
+                if let wentAway = wentAwayNote(error, party: party, address: address) {
+                    error.message += wentAway
+                }
                 throw error
             }
             printOut(json ? try response.jsonString(options: .pretty) : text(response, traceID))
             return exitStatus(response)
         }
+    }
+
+    /// What to make of a node that went away with the call sent (killed, or its machine gone): the bare
+    /// "connection lost: read failed: …" named neither the node nor that the change may have been made, which it
+    /// had been (a suspend, a delete, an activation). Nil for other failures and for messages that say already.
+    static func wentAwayNote(_ error: RPCError, party: PeerRole?, address: String) -> String? {
+        guard error.code == .unavailable, error.message.hasPrefix("connection lost"), !error.callWasNotProcessed,
+            !error.callWasNeverSent, !error.message.contains("may have")
+        else { return nil }
+        let node = party.map { "the \($0.rawValue)-node at \(address)" } ?? "the node at \(address)"
+        return "; \(node) went away during the call, so what it was asked may or may not have been done: see its "
+            + "state once the node is back before running the command again"
     }
 
     /// Refuses a node whose certificate names another role than the command's party, before anything is sent: a
