@@ -38,6 +38,20 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         self.newID = newID
     }
 
+    /// `body`, a call to the TSP made before the card is stored, with what its failure to answer means: the card
+    /// is not in the wallet, and adding it again is safe. accept-terms says what to do in its place; add-card's
+    /// "cannot connect to the tsp-node …" said nothing of the card.
+    static func nothingAdded<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as RPCError where error.code == .unavailable || error.code == .deadlineExceeded {
+            throw RPCError(
+                error.code,
+                "\(error.message); nothing was added to the wallet: add the card again once the TSP answers",
+                cause: error)
+        }
+    }
+
     public func addCard(_ request: WalletV1.AddCardRequest, context: ServerContext) async throws
         -> WalletV1.AddCardResponse
     {
@@ -62,7 +76,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 let card = try ManualCardInput.cardData(manual)
                 typedLast4 = String(card.accountNumber.suffix(4))
                 check.eligibilityData?.inputMethod = manual.inputMethod == .unspecified ? .manual : manual.inputMethod
-                check.instrument = .encryptedCardData(try await tsp.encrypt(card))
+                check.instrument = .encryptedCardData(try await Self.nothingAdded { try await tsp.encrypt(card) })
                 source = .manual
             case .pushReceipt(let receipt)?:
                 guard !receipt.payload.isEmpty else {
@@ -88,7 +102,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
 
             let answer: TspV1.CheckEligibilityResponse
             do {
-                answer = try await tsp.checkEligibility(check)
+                answer = try await Self.nothingAdded { try await tsp.checkEligibility(check) }
             } catch let error as RPCError
                 where error.code == .permissionDenied && source != .manual
                 && error.message.contains("another wallet account")

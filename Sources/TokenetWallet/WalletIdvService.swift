@@ -34,10 +34,12 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
         try await answering {
             let (card, digitalCardID) = try digitalCard(request.cardRef)
             guard !request.methodID.isEmpty else { throw WalletError(.invalidArgument, "method_id is required") }
-            let answer = try await calling("SelectIdvMethod") {
-                try await tsp.selectIdvMethod(
-                    TspV1.SelectIdvMethodRequest(digitalCardID: digitalCardID, methodID: request.methodID),
-                    options: .answeringInTime)
+            let answer = try await codeMayHaveBeenSent(again: "select the method again") {
+                try await calling("SelectIdvMethod") {
+                    try await tsp.selectIdvMethod(
+                        TspV1.SelectIdvMethodRequest(digitalCardID: digitalCardID, methodID: request.methodID),
+                        options: .answeringInTime)
+                }
             }
             logger.withTraceID(context.traceID).info(
                 "ID&V method selected",
@@ -103,15 +105,40 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
     {
         try await answering {
             let (card, digitalCardID) = try digitalCard(request.cardRef)
-            let answer = try await calling("ResendOtp") {
-                try await tsp.resendOTP(
-                    TspV1.ResendOtpRequest(digitalCardID: digitalCardID), options: .answeringInTime)
+            let answer = try await codeMayHaveBeenSent(again: "run resend-otp \(card.cardRef) again") {
+                try await calling("ResendOtp") {
+                    try await tsp.resendOTP(
+                        TspV1.ResendOtpRequest(digitalCardID: digitalCardID), options: .answeringInTime)
+                }
             }
             logger.withTraceID(context.traceID).info("one-time code resent", ["card_ref": card.cardRef])
             return WalletV1.WalletResendOtpResponse(
                 card: card.walletCard, codeExpiresAtMs: answer.codeExpiresAtMs, triesLeft: answer.triesLeft,
                 method: answer.method)
         }
+    }
+
+    /// `body`, a call that may have the TSP send a one-time code, with what to do when its answer was lost: the
+    /// code may be on its way (the bare connection error of a TSP that went away said nothing of it), and asking
+    /// again at once would send another.
+    private func codeMayHaveBeenSent<T>(again: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as RPCError where Self.answerWasLost(error) {
+            throw RPCError(
+                error.code,
+                "\(error.message); the TSP may have sent a code all the same: submit the code that arrives, and if "
+                    + "none does, \(again)", cause: error)
+        }
+    }
+
+    /// Whether the TSP's answer was lost on the way (its connection lost, the call's deadline passed with the call
+    /// sent), rather than given: the TSP's own answers (the issuer could not deliver the code) say what to do.
+    static func answerWasLost(_ error: RPCError) -> Bool {
+        guard !WalletControlService.neverSent(error) else { return false }
+        let lost = (error.cause as? RPCError) ?? error
+        return lost.message.hasPrefix("connection lost")
+            || lost.message.hasPrefix("the call did not finish within its deadline")
     }
 
     /// The card and its digital card id; ID&V needs a card the TSP digitized.

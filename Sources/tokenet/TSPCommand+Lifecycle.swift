@@ -71,7 +71,8 @@ extension TSPCommand {
             },
             text: { response, traceID in
                 (response.authnRequestID.isEmpty
-                    ? "\(response.transactionID) approved; notified to the wallet and the issuer app"
+                    ? "\(response.transactionID) approved; its notification is queued for the wallet and the issuer app "
+                        + "(each gets it when it is subscribed)"
                     : "\(response.transactionID) waits for the cardholder: authentication request "
                         + response.authnRequestID)
                     + "\n(trace \(traceID))"

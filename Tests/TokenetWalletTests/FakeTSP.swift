@@ -26,6 +26,8 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
         var digitizeFailures = 0
         /// When set, Digitize refuses with it (after `digitizeFailures`).
         var digitizeRefusal: RPCError?
+        /// What CheckEligibility fails with, when set.
+        var eligibilityFailure: RPCError?
         /// The issuer a Digitize answer names when `digitize` names none: the harness's issuer app is node
         /// issuer-1, as a real TSP names the node that registered the card's issuer.
         var issuer = (id: "bank-a", nodeID: "issuer-1")
@@ -68,8 +70,9 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
     func checkEligibility(_ request: TspV1.CheckEligibilityRequest, context: ServerContext) async throws
         -> TspV1.CheckEligibilityResponse
     {
-        state.withLock {
+        try state.withLock {
             $0.eligibilityRequests.append(request)
+            if let failure = $0.eligibilityFailure { throw failure }
             return $0.eligibility
         }
     }

@@ -8,6 +8,8 @@ final class FakeTSPIdv: TspV1.Idv.ServiceProtocol {
         var selects: [TspV1.SelectIdvMethodRequest] = []
         var submits: [TspV1.SubmitOtpRequest] = []
         var resends = 0
+        /// What SelectIdvMethod and ResendOtp fail with, when set.
+        var codeRequestFailure: RPCError?
         var triesLeft: UInt32 = 3
         /// Runs before SubmitOtp answers: what reaches the wallet while its call is under way.
         var whileSubmitting: (@Sendable (TspV1.SubmitOtpResponse) async throws -> Void)?
@@ -19,6 +21,7 @@ final class FakeTSPIdv: TspV1.Idv.ServiceProtocol {
     func selectIdvMethod(_ request: TspV1.SelectIdvMethodRequest, context: ServerContext) async throws
         -> TspV1.SelectIdvMethodResponse
     {
+        if let failure = state.withLock({ $0.codeRequestFailure }) { throw failure }
         state.withLock { $0.selects.append(request) }
         return TspV1.SelectIdvMethodResponse(
             method: CardV1.IdvMethod(id: request.methodID, type: .otpSms, maskedValue: "***-***-1234"),
@@ -42,6 +45,7 @@ final class FakeTSPIdv: TspV1.Idv.ServiceProtocol {
     }
 
     func resendOTP(_ request: TspV1.ResendOtpRequest, context: ServerContext) async throws -> TspV1.ResendOtpResponse {
+        if let failure = state.withLock({ $0.codeRequestFailure }) { throw failure }
         let resends = state.withLock { state in
             state.resends += 1
             return state.resends

@@ -30,6 +30,23 @@ import TokenetWire
         #expect(listed.map(\.issuerID) == [""])
     }
 
+    /// A TSP that does not answer add-card's calls leaves no card behind, and the error says so: "cannot connect to
+    /// the tsp-node …" said nothing of the card, where accept-terms says what to do.
+    @Test func aTSPThatDoesNotAnswerAddCardLeavesNothingAdded() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.state.withLock { $0.eligibilityFailure = RPCError(.unavailable, "connection lost: read failed") }
+        await expectRPCError(
+            .unavailable,
+            "the TSP's CheckEligibility failed: connection lost: read failed; nothing was added to the wallet: add the "
+                + "card again once the TSP answers"
+        ) { try await wallet.control.addCard(WalletHarness.manual()) }
+        #expect(try wallet.store.allCards().isEmpty)
+        wallet.tsp.state.withLock { $0.eligibilityFailure = RPCError(.invalidArgument, "the expiry date has passed") }
+        await expectRPCError(.invalidArgument, "CheckEligibility failed: the expiry date has passed") {
+            try await wallet.control.addCard(WalletHarness.manual())
+        }
+    }
+
     @Test func acceptTermsDigitizesWithTheAcceptedTermsDeviceAndRisk() async throws {
         let wallet = try WalletHarness()
         _ = try await wallet.control.addCard(WalletHarness.manual())

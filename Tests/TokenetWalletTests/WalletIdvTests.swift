@@ -87,6 +87,31 @@ import TokenetWire
         ) { try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456")) }
     }
 
+    /// A request for a code whose answer was lost may have had the code sent: the error says to submit the code
+    /// that arrives before asking again. The TSP's own answers say what to do themselves, and are left as they are.
+    @Test func aCodeRequestWhoseAnswerWasLostSaysACodeMayArrive() async throws {
+        let wallet = try await Self.steppedUp()
+        wallet.idvTSP.state.withLock { $0.codeRequestFailure = RPCError(.unavailable, "connection lost: read failed") }
+        await expectRPCError(
+            .unavailable,
+            "the TSP's ResendOtp failed: connection lost: read failed; the TSP may have sent a code all the same: "
+                + "submit the code that arrives, and if none does, run resend-otp card-1 again"
+        ) { try await wallet.idv.resendOTP(.init(cardRef: "card-1")) }
+        await expectRPCError(
+            .unavailable,
+            "connection lost: read failed; the TSP may have sent a code all the same: submit the code "
+                + "that arrives, and if none does, select the method again"
+        ) { try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "otp-sms")) }
+        let answered = "the issuer could not deliver the code (UNAVAILABLE); select the method again"
+        wallet.idvTSP.state.withLock { $0.codeRequestFailure = RPCError(.unavailable, answered) }
+        do {
+            _ = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))
+            Issue.record("the resend succeeded")
+        } catch let error as RPCError {
+            #expect(error.message == "the TSP's ResendOtp failed: " + answered)
+        }
+    }
+
     /// A refusal that names one of the wallet's tokens names its card too: the person works with card references.
     @Test func aTokenTheTSPNamesIsShownWithItsCard() async throws {
         let wallet = try await Self.steppedUp()
