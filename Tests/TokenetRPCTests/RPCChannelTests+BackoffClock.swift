@@ -84,12 +84,14 @@ extension RPCChannelTests {
     /// UNAVAILABLE, as it would have had it been the one to attempt: not DEADLINE_EXCEEDED once its deadline passed.
     @Test(.timeLimit(.minutes(3))) func aCallBehindABackoffLongerThanItsDeadlineFailsAtOnce() async throws {
         let peer = Flapping()
-        let backoff = RPCChannel.Backoff(initial: .seconds(5), maximum: .seconds(5), jitter: 0)
+        // 20 s: the call below must come while the backoff runs, and a busy suite once starved this test past a
+        // backoff of 5 s, so that the call found the attempt under way and waited for it to its deadline.
+        let backoff = RPCChannel.Backoff(initial: .seconds(20), maximum: .seconds(20), jitter: 0)
         let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
         _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
         #expect(peer.attempts.load(ordering: .relaxed) == 1)
         peer.down.store(false, ordering: .releasing)
-        // Without a deadline this call waits out the 5 s backoff, then connects.
+        // Without a deadline this call waits out the 20 s backoff, then connects.
         let patient = Task { try await channel.unary(Echo.unary, Scalars(fInt32: 7)) }
         while !channel.isConnecting { try await Task.sleep(for: .milliseconds(5)) }
         let error = await #expect(throws: RPCError.self) {
