@@ -89,10 +89,9 @@ struct IssuerCallCentreService: IssuerV1.IssuerCallCentre.ServiceProtocol {
             var message = "the issuer made no decision for token \"\(request.digitalCardID)\"; it knows no card for it"
             // The operator at the call centre works from `issuer cards`, whose first column is the issuer's own card
             // id: given in place of the token's, it was answered as an unknown token with nothing more.
-            if request.digitalCardID.lowercased().hasPrefix("card-") {
-                let whose =
-                    try store.card(id: request.digitalCardID) != nil
-                    ? "one of this issuer's card ids" : "a card reference"
+            let issuerCard = try store.card(id: request.digitalCardID) != nil
+            if issuerCard || request.digitalCardID.lowercased().hasPrefix("card-") {
+                let whose = issuerCard ? "one of this issuer's card ids" : "a card reference"
                 message +=
                     "; \(request.digitalCardID) is \(whose), not a token: activate-token takes the digital card id "
                     + "(DNITHE… or DWSPMC…) of the card's INACTIVE token, which tokenet issuer cards --json lists "

@@ -30,11 +30,11 @@ public struct DescribedError: Error, CustomStringConvertible, Sendable {
                 self.init(description: "not valid JSON: " + Self.reason(of: error))
                 return
             }
-            // Valid JSON that the decoder still calls invalid: a number that does not fit the type of its key
-            // (a fraction or a negative number where a whole number goes), for which it names no key.
+            // Valid JSON that the decoder still calls invalid: in practice a number that does not fit the type of
+            // its key (a fraction or a negative number where a whole number goes), for which it names no key.
             self.init(
-                description: "a number in it does not fit its key (a fraction, a negative or too large a number "
-                    + "where a whole number goes)")
+                description: "a value in it does not fit its key, most likely a number (a fraction, a negative or "
+                    + "too large a number where a whole number goes)")
             return
         }
         // A document that is `null`: Foundation's words were about decoding containers.

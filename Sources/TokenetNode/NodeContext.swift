@@ -60,7 +60,8 @@ public struct NodeContext: Sendable {
             case .unreachable(let reason):
                 let hint = PeerCertificateHint.calling(reason, ca: options.caPath).map { ": \($0)" } ?? ""
                 logger.warning(
-                    "cannot reach \(peer)\(hint); calls to it retry with backoff until it answers",
+                    "cannot reach \(peer)\(hint); calls to it retry with backoff, each for up to "
+                        + "\(DurationText.describe(RPCChannel.defaultReadinessWait)) within its deadline",
                     ["peer": address.description, "error": reason])
             case .reachable(let failed):
                 logger.info(

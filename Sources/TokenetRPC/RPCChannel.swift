@@ -286,16 +286,22 @@ public final class RPCChannel: RPCCaller {
                     }
                     return .wait
                 }
-                // Attempts have failed for as long as this call waits: the peer is down, and the caller hears so.
+                var notBefore = state.nextAttemptAt
                 if deadline != nil, let waitEnds, attemptsMade > 0 || state.failures > 0 {
-                    let next = state.nextAttemptAt ?? .now
-                    if next >= waitEnds { return .fail(unavailable(state.lastError, attempts: state.failures)) }
+                    // Attempts have failed for as long as this call waits: the peer is down, and the caller hears
+                    // so. Its last attempt is made when the wait ends, though the backoff would come later: a peer
+                    // back at 9 s is reached, where giving up once the next attempt fell past the end had the call
+                    // fail at about 7 s.
+                    if ContinuousClock.now >= waitEnds {
+                        return .fail(unavailable(state.lastError, attempts: state.failures))
+                    }
+                    if let next = notBefore, next > waitEnds { notBefore = waitEnds }
                 }
                 if deadline == nil, attemptsMade >= attemptsWithoutDeadline {
                     return .fail(unavailable(state.lastError, attempts: attemptsMade))
                 }
                 state.connecting = true
-                return .connect(failures: state.failures, notBefore: state.nextAttemptAt)
+                return .connect(failures: state.failures, notBefore: notBefore)
             }
             switch step {
             case .ready(let client):

@@ -39,16 +39,22 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     }
 
     /// `body`, a call to the TSP made before the card is stored, with what its failure to answer means: the card
-    /// is not in the wallet, and adding it again is safe. accept-terms says what to do in its place; add-card's
-    /// "cannot connect to the tsp-node …" said nothing of the card.
-    static func nothingAdded<T>(_ body: () async throws -> T) async throws -> T {
+    /// is not in the wallet. accept-terms says what to do in its place; add-card's "cannot connect to the tsp-node
+    /// …" said nothing of the card. Adding typed card data again is safe; a push receipt or session whose answer
+    /// was lost may have been used up by the TSP (it spends one with its eligible answer), and then only a new push
+    /// adds the card.
+    static func nothingAdded<T>(_ source: WalletCardSource, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as RPCError where error.code == .unavailable || error.code == .deadlineExceeded {
-            throw RPCError(
-                error.code,
-                "\(error.message); nothing was added to the wallet: add the card again once the TSP answers",
-                cause: error)
+            var advice = "nothing was added to the wallet: add the card again once the TSP answers"
+            if source != .manual && !neverSent(error) {
+                let pushed = source == .pushSession ? "push session" : "push receipt"
+                advice +=
+                    "; the TSP may have used up the \(pushed) meanwhile: if it is refused as used, have the issuer "
+                    + "push the card again"
+            }
+            throw RPCError(error.code, "\(error.message); \(advice)", cause: error)
         }
     }
 
@@ -76,7 +82,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 let card = try ManualCardInput.cardData(manual)
                 typedLast4 = String(card.accountNumber.suffix(4))
                 check.eligibilityData?.inputMethod = manual.inputMethod == .unspecified ? .manual : manual.inputMethod
-                check.instrument = .encryptedCardData(try await Self.nothingAdded { try await tsp.encrypt(card) })
+                check.instrument = .encryptedCardData(
+                    try await Self.nothingAdded(.manual) { try await tsp.encrypt(card) })
                 source = .manual
             case .pushReceipt(let receipt)?:
                 guard !receipt.payload.isEmpty else {
@@ -102,7 +109,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
 
             let answer: TspV1.CheckEligibilityResponse
             do {
-                answer = try await Self.nothingAdded { try await tsp.checkEligibility(check) }
+                answer = try await Self.nothingAdded(source) { try await tsp.checkEligibility(check) }
             } catch let error as RPCError
                 where error.code == .permissionDenied && source != .manual
                 && error.message.contains("another wallet account")

@@ -34,13 +34,21 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
         try await answering {
             let (card, digitalCardID) = try digitalCard(request.cardRef)
             guard !request.methodID.isEmpty else { throw WalletError(.invalidArgument, "method_id is required") }
-            let answer = try await codeMayHaveBeenSent(again: "select the method again") {
+            let select = {
                 try await calling("SelectIdvMethod") {
                     try await tsp.selectIdvMethod(
                         TspV1.SelectIdvMethodRequest(digitalCardID: digitalCardID, methodID: request.methodID),
                         options: .answeringInTime)
                 }
             }
+            // Only the one-time code methods send anything; the app-to-app and call-centre ones are chosen alone.
+            let sendsACode = card.result?.idvMethods.contains {
+                $0.id == request.methodID && [.otpSms, .otpEmail].contains($0.type)
+            }
+            let answer =
+                sendsACode == true
+                ? try await codeMayHaveBeenSent(again: "select the method again", select)
+                : try await select()
             logger.withTraceID(context.traceID).info(
                 "ID&V method selected",
                 ["card_ref": card.cardRef, "method": request.methodID, "code_sent": "\(answer.codeSent)"])

@@ -41,8 +41,9 @@ enum PartySession {
     /// "connection lost: read failed: …" named neither the node nor that the change may have been made, which it
     /// had been (a suspend, a delete, an activation). Nil for other failures and for messages that say already.
     static func wentAwayNote(_ error: RPCError, party: PeerRole?, address: String) -> String? {
-        guard error.code == .unavailable, error.message.hasPrefix("connection lost"), !error.callWasNotProcessed,
-            !error.callWasNeverSent, !error.message.contains("may have")
+        // This command's own connection, not a link of the node's that it reported in the same words.
+        guard error.code == .unavailable, error.connectionEndedHere, error.message.hasPrefix("connection lost"),
+            !error.callWasNotProcessed, !error.callWasNeverSent, !error.message.contains("may have")
         else { return nil }
         let node = party.map { "the \($0.rawValue)-node at \(address)" } ?? "the node at \(address)"
         return "; \(node) went away during the call, so what it was asked may or may not have been done: see its "

@@ -23,7 +23,7 @@ struct DescribedErrorTests {
     func aNumberThatDoesNotFitIsNotCalledInvalidJSON(json: String) {
         #expect(
             describe(json)
-                == "a number in it does not fit its key (a fraction, a negative or too large a number where a whole number goes)"
+                == "a value in it does not fit its key, most likely a number (a fraction, a negative or too large a number where a whole number goes)"
         )
     }
 

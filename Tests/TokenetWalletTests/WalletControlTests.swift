@@ -41,6 +41,13 @@ import TokenetWire
                 + "card again once the TSP answers"
         ) { try await wallet.control.addCard(WalletHarness.manual()) }
         #expect(try wallet.store.allCards().isEmpty)
+        // A push session's eligible answer spends it: one whose answer was lost may be used up.
+        await expectRPCError(
+            .unavailable,
+            "nothing was added to the wallet: add the card again once the TSP answers; the TSP may have used up the "
+                + "push session meanwhile: if it is refused as used, have the issuer push the card again"
+        ) { try await wallet.control.addCard(WalletV1.AddCardRequest(source: .pushSessionID("ps-1"))) }
+        #expect(try wallet.store.allCards().isEmpty)
         wallet.tsp.state.withLock { $0.eligibilityFailure = RPCError(.invalidArgument, "the expiry date has passed") }
         await expectRPCError(.invalidArgument, "CheckEligibility failed: the expiry date has passed") {
             try await wallet.control.addCard(WalletHarness.manual())

@@ -102,6 +102,13 @@ import TokenetWire
             "connection lost: read failed; the TSP may have sent a code all the same: submit the code "
                 + "that arrives, and if none does, select the method again"
         ) { try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "otp-sms")) }
+        // A method that sends no code (one the card does not offer as a code method) gets no such advice.
+        do {
+            _ = try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "call-centre"))
+            Issue.record("the selection succeeded")
+        } catch let error as RPCError {
+            #expect(error.message == "the TSP's SelectIdvMethod failed: connection lost: read failed")
+        }
         let answered = "the issuer could not deliver the code (UNAVAILABLE); select the method again"
         wallet.idvTSP.state.withLock { $0.codeRequestFailure = RPCError(.unavailable, answered) }
         do {
