@@ -41,6 +41,21 @@ struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
                     throw TSPError(.invalidArgument, "\(field) must be \(problem)")
                 }
             }
+            // One owner per account: a second user enrolled for an account already activated by another held
+            // credentials beside the first, and could activate the owner's tokens in-app (its sign-in proves the
+            // account). The issuer moves an account by removing the holder's credentials first. A pending
+            // enrolment of another user is replaced by this one (`registerEnrolment`), so no two can be activated.
+            for accountID in request.accountIds {
+                if let holder = try tsp.store.otherHolder(
+                    issuerID: issuerID, accountID: accountID, than: request.userID)
+                {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "account \(accountID) is enrolled to user \(holder), whose credentials for it are active: an "
+                            + "account has one owner; remove \(holder)'s credentials for it first "
+                            + "(Authentication/RemoveCredentials), then enrol it for \(request.userID)")
+                }
+            }
             var response = TspV1.RegisterEnrolmentResponse()
             for accountID in request.accountIds {
                 let activation = try tsp.authentication.register(

@@ -49,8 +49,8 @@ extension TSPStore {
             _ = try tx.execute(
                 """
                 UPDATE auth_enrolments SET status = 'superseded', updated_at_ms = ?
-                WHERE issuer_id = ? AND user_id = ? AND account_id = ? AND status = 'pending'
-                """, [Int64(nowMs), issuerID, userID, accountID])
+                WHERE issuer_id = ? AND account_id = ? AND status = 'pending'
+                """, [Int64(nowMs), issuerID, accountID])
             _ = try tx.execute(
                 """
                 INSERT INTO auth_enrolments (reference_id, issuer_id, user_id, account_id, code_digest, expires_at_ms,
@@ -212,6 +212,15 @@ extension TSPStore {
             """
             SELECT 1 FROM auth_credentials WHERE issuer_id = ? AND user_id = ? AND account_id = ? AND kind = 'user'
             """, [issuerID, userID, accountID]) != nil
+    }
+
+    /// Another user of the issuer who holds credentials for `accountID` (nil when none does): an account has one
+    /// owner, whom in-app ID&V checks against.
+    func otherHolder(issuerID: String, accountID: String, than userID: String) throws -> String? {
+        try database.queryOne(
+            "SELECT user_id FROM auth_credentials WHERE issuer_id = ? AND account_id = ? AND user_id <> ? LIMIT 1",
+            [issuerID, accountID, userID]
+        ).map { try $0.text(0) }
     }
 
     /// A credential's state as stored, for tests and operators.

@@ -155,6 +155,27 @@ import TokenetWire
         #expect(try await auth.enrol("ch-x", ["a", "b"]).count == 2)
     }
 
+    /// An account has one owner: another user is refused while the owner's credentials are active (the second
+    /// user's sign-in could activate the owner's tokens in-app), and a pending enrolment of another user is replaced
+    /// by the newer one, so that two users never hold credentials for one account.
+    @Test func anAccountHasOneOwner() async throws {
+        let auth = try await Auth.make()
+        let alice = try await auth.credentials("ch-alice", account: "acc-1")
+        await expectRPCError(
+            .failedPrecondition,
+            "account acc-1 is enrolled to user ch-alice, whose credentials for it are active: an account has one owner"
+        ) { try await auth.enrol("ch-zed", ["acc-2", "acc-1"]) }
+        let bob = try await auth.enrol("ch-bob", ["acc-2"])[0]
+        let carol = try await auth.enrol("ch-carol", ["acc-2"])[0]
+        #expect(try await auth.activate(bob).result == .expiredCode)
+        #expect(try await auth.activate(carol).result == .success)
+        #expect(try await auth.enrol("ch-alice", ["acc-1"]).count == 1)
+        // Once the owner's credentials are removed, the account can be enrolled for another user.
+        _ = try await auth.authentication.removeCredentials(
+            .init(userCredentialID: alice.user.credentialID, deviceCredentialID: alice.device.credentialID))
+        #expect(try await auth.activate(try await auth.enrol("ch-zed", ["acc-1"])[0]).result == .success)
+    }
+
     @Test func aNewRegistrationReplacesThePendingCode() async throws {
         let auth = try await Auth.make()
         let old = try await auth.enrol()[0]

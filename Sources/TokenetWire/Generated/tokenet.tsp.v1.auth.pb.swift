@@ -833,7 +833,9 @@ extension TspV1 {
 
         /// Registers one enrolment per account for a user: a single-use activation code (stored by the TSP only as a
         /// digest), a reference id, an expiry and a bounded number of attempts. The backend delivers the code out of band.
-        /// Registering an account again replaces its pending activation code.
+        /// Registering an account again replaces its pending activation code, whichever user it was for. An account whose
+        /// credentials another user holds is refused (FAILED_PRECONDITION): an account has one owner, whom in-app ID&V
+        /// checks against, and the issuer moves it by removing that user's credentials first (RemoveCredentials).
         public static let registerEnrolment = MethodDescriptor<TspV1.RegisterEnrolmentRequest, TspV1.RegisterEnrolmentResponse>(
             service: serviceName, name: "RegisterEnrolment", kind: .unary, allowedRoles: ["issuer"]
         )
