@@ -48,9 +48,43 @@ extension IssuerAppAuthenticator {
         guard let (_, keys) = try keys(userID: userID, pin: pin) else {
             throw IssuerError(.notFound, Self.notActivated(userID))
         }
-        guard let account = try store.appAccounts(userID).first else {
+        let accounts = try store.appAccounts(userID)
+        guard !accounts.isEmpty else {
             throw IssuerError(.notFound, "no account is activated in \(userID)'s app; activate one first")
         }
+        // The app signs in with any of its accounts (the access token is the user's): one whose credentials the TSP
+        // no longer has, or has locked, no longer blocks every PIN operation while another account's work. The
+        // first refusal is answered when none signs in, naming its account and the way out.
+        var firstRefusal: IssuerError?
+        for account in accounts {
+            do {
+                return try await login(userID: userID, account: account, keys: keys)
+            } catch let error where error.code == .notFound || error.code == .locked {
+                logger.info(
+                    "login with an account refused; trying the app's next account",
+                    ["user": userID, "account": account.accountID, "error": error.message])
+                firstRefusal = firstRefusal ?? Self.naming(account, in: error)
+            }
+        }
+        throw firstRefusal ?? IssuerError(.notFound, "no account of \(userID) could sign in")
+    }
+
+    /// `error` of a login with `account`, with the account named and the way out: the TSP's words named only a
+    /// credential id, and `accounts` still listed the account as activated.
+    private static func naming(_ account: AppAccountRecord, in error: IssuerError) -> IssuerError {
+        let (user, id) = (account.userID, account.accountID)
+        // A locked credential's message says already how to unlock it.
+        guard error.code == .notFound else { return IssuerError(error.code, "account \(id): \(error.message)") }
+        return IssuerError(
+            error.code,
+            "account \(id): \(error.message); activate account \(id) again (tokenet issuer enroll ADDR \(user) \(id), "
+                + "then tokenet issuer-app activate with the code it sends) or remove it from the app (tokenet "
+                + "issuer-app delete-account ADDR \(user) \(id))")
+    }
+
+    private func login(userID: String, account: AppAccountRecord, keys: IssuerAppKeys) async throws(IssuerError)
+        -> IssuerV1.AppLoginResponse
+    {
         let credentials = try Self.open(account, keys: keys)
         var response = try await attemptLogin(account, credentials)
         // Each of the two credentials may need its own resynchronisation.

@@ -547,6 +547,29 @@ import TokenetWire
         }
     }
 
+    /// The app signs in with any of its accounts: one whose credentials the TSP no longer has no longer fails every
+    /// PIN operation while another account works, and when none signs in, the first refusal names its account and
+    /// the way out (it named a credential id alone).
+    @Test func anAccountWhoseCredentialsAreGoneLeavesTheOthersToSignIn() async throws {
+        let app = try App.make()
+        for account in ["acc-alice-checking", "acc-alice-credit"] {
+            let enrolled = try await app.enrol("ch-alice", account)
+            _ = try await app.party.app.activate(
+                code: enrolled.code, referenceID: enrolled.reference, displayName: "", pin: "2580")
+        }
+        let first = try #require(try app.party.store.appAccounts("ch-alice").first)
+        app.tsp.state.withLock { $0.secrets[first.userCredentialID] = nil }
+        let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        #expect(login.accountID != first.accountID)
+        app.tsp.state.withLock { $0.secrets.removeAll() }
+        await expectIssuerError(
+            .notFound,
+            "account \(first.accountID): cannot log in: no credential \(first.userCredentialID); activate account "
+                + "\(first.accountID) again (tokenet issuer enroll ADDR ch-alice \(first.accountID), then tokenet "
+                + "issuer-app activate with the code it sends) or remove it from the app"
+        ) { _ = try await app.party.app.login(userID: "ch-alice", pin: "2580") }
+    }
+
     @Test func aCounterThatRanAheadIsResynchronisedAtLogin() async throws {
         let app = try App.make()
         let first = try await app.enrol()
