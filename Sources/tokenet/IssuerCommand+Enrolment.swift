@@ -43,14 +43,20 @@ extension IssuerCommand {
                 try await IssuerV1.IssuerEnrolment.Client(session.client).unlockCredentials(
                     request, options: callOptions)
             },
-            text: { response, _ in unlockText(response, user: user) })
+            text: { response, _ in unlockText(response, user: user, account: request.accountID) })
     }
 
-    /// What `unlock` lifted: the issuer app's PIN lock, the TSP's credential locks, or nothing.
-    static func unlockText(_ response: IssuerV1.UnlockResponse, user: String) -> String {
+    /// What `unlock` lifted: the issuer app's PIN lock, the TSP's credential locks, or nothing. With `--account`
+    /// the credentials counted are that account's alone, and "nothing of USER was locked" was untrue of a user whose
+    /// other account's credentials were locked.
+    static func unlockText(_ response: IssuerV1.UnlockResponse, user: String, account: String = "") -> String {
         let app = "the issuer app of \(user), locked after too many wrong PINs"
-        let credentials = "\(response.unlocked) credential(s) of \(user) at the TSP"
+        let whose = account.isEmpty ? user : "account \(account) of \(user)"
+        let credentials = "\(response.unlocked) credential(s) of \(whose) at the TSP"
         switch (response.appUnlocked, response.unlocked) {
+        case (false, 0) where !account.isEmpty:
+            return "Nothing was locked: neither the issuer app of \(user) nor a credential of account \(account) at "
+                + "the TSP (other accounts' credentials were not looked at; leave out --account for all of them)."
         case (false, 0): return "Nothing of \(user) was locked: neither the issuer app nor a credential at the TSP."
         case (true, 0): return "Unlocked \(app)."
         case (false, _): return "Unlocked \(credentials)."

@@ -49,6 +49,14 @@ extension LiveProvisioningTests {
         let unlock = try await tokenet(["issuer", "unlock", issuer.listen, "ch-alice"])
         let nothingLocked = "Nothing of ch-alice was locked: neither the issuer app nor a credential at the TSP."
         #expect(unlock.stdout.contains(nothingLocked), "\(unlock.stdout)")
+        // With --account, what is said is of that account alone.
+        let oneAccount = try await tokenet([
+            "issuer", "unlock", issuer.listen, "ch-alice", "--account", "acc-alice-credit",
+        ])
+        #expect(
+            oneAccount.stdout.contains(
+                "Nothing was locked: neither the issuer app of ch-alice nor a credential of account acc-alice-credit"),
+            "\(oneAccount.stdout)")
         let unknown = try await tokenet(["issuer", "unlock", issuer.listen, "ch-nobody"])
         #expect(unknown.status == 64 + 5, "\(unknown.stdout)")
         #expect(unknown.stderr.contains("NOT_FOUND") && unknown.stderr.contains("no user \"ch-nobody\""))
