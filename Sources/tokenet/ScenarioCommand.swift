@@ -83,9 +83,9 @@ struct ScenarioCommand {
                                operator.key, as Tools/gen-certs writes them).
           --help               Show this help.
 
-        Exit status: 0 when every scenario ran as written; 1 when a step's outcome differed, a node failed, or what
-        the run needs is missing (the repository, the node executables); 2 for bad options or a script with an
-        error (its file and line are named).
+        Exit status: 0 when every scenario ran as written; 1 when a step's outcome differed, a node failed, the run
+        was interrupted (SIGINT, SIGTERM, SIGHUP), or what the run needs is missing (the repository, the node
+        executables); 2 for bad options or a script with an error (its file and line are named).
 
         Example (Tools/scenarios/ holds more):
           call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-session", "mode": "PUSH_MODE_SESSION"}

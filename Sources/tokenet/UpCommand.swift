@@ -110,7 +110,10 @@ struct UpCommand {
         for (_, spec) in DemoCommand.startOrder {
             let path = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name).path
             guard FileManager.default.isExecutableFile(atPath: path) else {
-                throw CLIError(.setup, "\(spec.name) not found next to tokenet; run swift build")
+                throw CLIError(
+                    .setup,
+                    "\(spec.name) not found next to tokenet in \(RepositoryLocator.executableDirectory.path); run swift "
+                        + "build")
             }
         }
         // Found before anything is made: away from the repository, --dir was left holding an up.lock.
