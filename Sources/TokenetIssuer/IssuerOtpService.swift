@@ -91,7 +91,10 @@ struct IssuerCallCentreService: IssuerV1.IssuerCallCentre.ServiceProtocol {
             // id: given in place of the token's, it was answered as an unknown token with nothing more.
             let issuerCard = try store.card(id: request.digitalCardID) != nil
             if issuerCard || request.digitalCardID.lowercased().hasPrefix("card-") {
-                let whose = issuerCard ? "one of this issuer's card ids" : "a card reference"
+                let whose =
+                    issuerCard
+                    ? "one of this issuer's card ids"
+                    : "a wallet's card reference or an issuer card id this issuer lacks"
                 message +=
                     "; \(request.digitalCardID) is \(whose), not a token: activate-token takes the digital card id "
                     + "(DNITHE… or DWSPMC…) of the card's INACTIVE token, which tokenet issuer cards --json lists "

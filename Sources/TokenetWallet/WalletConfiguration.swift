@@ -96,7 +96,9 @@ public struct WalletConfiguration: Sendable, Equatable {
         if let risk = file.risk {
             for (name, score) in [("accountScore", risk.accountScore), ("deviceScore", risk.deviceScore)] {
                 if let score, !(1...5).contains(score) || score.rounded() != score {
-                    let shown = score.rounded() == score && abs(score) < 1e15 ? "\(Int64(score))" : "\(score)"
+                    // A whole number too large for an integer would show as 1.8e+19, whose digits the log masks.
+                    let shown =
+                        score.rounded() != score ? "\(score)" : abs(score) < 1e15 ? "\(Int64(score))" : "too large"
                     throw NodeError(
                         .config, "\(path): risk.\(name) is \(shown); scores are whole numbers from 1 (lowest) to 5")
                 }

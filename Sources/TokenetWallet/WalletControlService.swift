@@ -264,7 +264,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             return 0
         }
         var answered = 0
-        for card in cards {
+        for (index, card) in cards.enumerated() {
             do {
                 let response = try await acceptTerms(cardRef: card.cardRef, log: logger)
                 answered += 1
@@ -280,6 +280,13 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 logger.info(
                     "unanswered digitization resumed; the TSP refused it, card recorded as declined",
                     ["card_ref": card.cardRef, "status": error.code.protoValueName ?? "?"])
+            } catch let error as RPCError where error.code == .unavailable || error.code == .deadlineExceeded {
+                // The TSP did not answer: the cards after this one would each wait for it as long (a sync with six
+                // such cards took 27 s to fail). They wait for the next resume, as this one does.
+                logger.warning(
+                    "unanswered digitizations not resumed: the TSP did not answer",
+                    ["card_ref": card.cardRef, "left": String(cards.count - index - 1), "error": "\(error)"])
+                break
             } catch {
                 logger.warning(
                     "unanswered digitization not resumed",

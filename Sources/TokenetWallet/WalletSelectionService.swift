@@ -54,15 +54,27 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
     /// select.
     private func endedCardRefusal(_ card: WalletCardRecord) throws(WalletError) -> String {
         let account = card.account(configured: selection.configuredAccountID)
-        let live = try store.allCards().filter { other in
+        let siblings = try store.allCards().filter { other in
             other.id != card.id && other.scheme == card.scheme && other.panLast4 == card.panLast4
                 && other.account(configured: selection.configuredAccountID) == account
-                && [.active, .suspended, .inactive].contains(other.result?.tokenState)
         }
+        let live = siblings.filter { [.active, .suspended, .inactive].contains($0.result?.tokenState) }
         let ended =
             "\(card.cardRef) is DEACTIVATED (its token was deleted, or replaced when the card was added again), "
             + "so it cannot be the selected card"
-        guard let newest = live.max(by: { $0.id < $1.id }) else { return ended + "; add the card again" }
+        guard let newest = live.max(by: { $0.id < $1.id }) else {
+            // Added again, and waiting for its T&C (or for the TSP's answer to them): "add the card again" sent the
+            // person to add it a third time.
+            let waiting = siblings.filter { $0.result == nil && $0.status == .pendingTerms }.max { $0.id < $1.id }
+            guard let waiting else { return ended + "; add the card again" }
+            let step =
+                waiting.digitizeRequestID == nil
+                ? "waits for its T&C: accept them (tokenet wallet accept-terms WALLET_ADDR \(waiting.cardRef))"
+                : "waits for the TSP's answer to its T&C: run tokenet wallet accept-terms WALLET_ADDR "
+                    + "\(waiting.cardRef) again"
+            return ended + "; \(waiting.cardRef), a card ending \(card.panLast4) in the same wallet account, \(step), "
+                + "then select it"
+        }
         let state = newest.result?.tokenState.protoValueName.map { String($0.dropFirst("TOKEN_STATE_".count)) }
         return ended + "; \(newest.cardRef), a card ending \(card.panLast4) in the same wallet account, is "
             + "\(state ?? "live"): select it instead"

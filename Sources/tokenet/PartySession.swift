@@ -42,10 +42,14 @@ enum PartySession {
     /// had been (a suspend, a delete, an activation). Nil for other failures and for messages that say already.
     static func wentAwayNote(_ error: RPCError, party: PeerRole?, address: String) -> String? {
         // This command's own connection, not a link of the node's that it reported in the same words.
-        guard error.code == .unavailable, error.connectionEndedHere, error.message.hasPrefix("connection lost"),
-            !error.callWasNotProcessed, !error.callWasNeverSent, !error.message.contains("may have")
+        // The command's own words about the failure (issuer suspend-tokens) wrap the connection's error as its cause.
+        let endedHere = error.connectionEndedHere || (error.cause as? RPCError)?.connectionEndedHere == true
+        guard error.code == .unavailable, endedHere, error.message.hasPrefix("connection lost"),
+            !error.callWasNotProcessed, !error.callWasNeverSent
         else { return nil }
         let node = party.map { "the \($0.rawValue)-node at \(address)" } ?? "the node at \(address)"
+        // A command that says already what may have been done (issuer suspend-tokens) still names the node.
+        if error.message.contains("may have") { return "; \(node) went away during the call" }
         return "; \(node) went away during the call, so what it was asked may or may not have been done: see its "
             + "state once the node is back before running the command again"
     }

@@ -134,7 +134,9 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
         let walletRef = await Support.rpcError {
             _ = try await callCentre.activateToken(.init(digitalCardID: "card-3"))
         }
-        #expect(walletRef?.message.contains("card-3 is a card reference, not a token") == true)
+        #expect(
+            walletRef?.message.contains(
+                "card-3 is a wallet's card reference or an issuer card id this issuer lacks, not a token") == true)
         #expect(tsp.requests.withLock { $0.count } == 2)
     }
 

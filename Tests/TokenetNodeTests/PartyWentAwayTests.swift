@@ -11,39 +11,15 @@ import TokenetWire
 /// made (a suspend, a delete, an activation).
 @Suite(.timeLimit(.minutes(3))) struct PartyWentAwayTests {
     @Test func aNodeThatGoesAwayDuringTheCallIsNamedWithWhatMayHaveBeenDone() async throws {
-        let pki = DevelopmentPKI.shared
-        let context = try TLSContext(
-            configuration: .server(
-                certificateChainFile: pki.path("wallet.pem"), privateKeyFile: pki.path("wallet.key"),
-                trustedCAFile: pki.path("ca.pem")))
-        let loop = try EventLoop(name: "went-away-test")
-        let listener = try await TLSListener.bind(context: context, on: loop)
-        let accepted = Mutex<TLSConnection?>(nil)
         var router = RPCRouter()
+        let accepted = Accepted()
         router.unary(WalletV1.WalletLifecycle.changeCardState) { (_, _) async throws in
-            // The node dies with the call in hand: its connection is reset.
-            if let connection = accepted.withLock({ $0 }) { await connection.abort() }
-            try await Task.sleep(for: .seconds(60))
+            try await Self.goAway(accepted)
             return WalletV1.WalletChangeCardStateResponse()
         }
-        let server = RPCServer(router: router, handlersOnConnectionLoop: true)
-        let serving = Task(executorPreference: loop) {
-            for await connection in listener.connections {
-                accepted.withLock { $0 = connection }
-                Task(executorPreference: loop) { await server.serve(connection) }
-            }
+        let (result, address) = try await Self.run(router, as: "wallet", accepted) {
+            ["wallet", "suspend", $0, "card-1", "--reason", "USER_REQUEST"]
         }
-        let address = "127.0.0.1:\(listener.port)"
-        let result = try await offThePool {
-            try runTokenet([
-                "wallet", "suspend", address, "card-1", "--reason", "USER_REQUEST", "--cacert", pki.path("ca.pem"),
-                "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"), "--deadline", "30s",
-            ])
-        }
-        server.shutdown()
-        serving.cancel()
-        await listener.close()
-        loop.shutdown()
         #expect(result.status == 64 + StatusCode.unavailable.rawValue, "\(result.stderr)")
         #expect(result.stderr.contains("UNAVAILABLE: connection lost"), "\(result.stderr)")
         #expect(
@@ -51,5 +27,64 @@ import TokenetWire
                 "; the wallet-node at \(address) went away during the call, so what it was asked may or may not have "
                     + "been done: see its state once the node is back before running the command again"),
             "\(result.stderr)")
+    }
+
+    /// A command that says already what may have been done (the issuer's token changes) still names the node.
+    @Test func aCommandThatSaysWhatMayHaveBeenDoneStillNamesTheNode() async throws {
+        var router = RPCRouter()
+        let accepted = Accepted()
+        router.unary(IssuerV1.IssuerCardCare.changeTokenStates) { (_, _) async throws in
+            try await Self.goAway(accepted)
+            return IssuerV1.IssuerChangeTokenStatesResponse()
+        }
+        let (result, address) = try await Self.run(router, as: "issuer", accepted) {
+            ["issuer", "suspend-tokens", $0, "DNITHE000000000000000001", "--reason", "LOST_CARD"]
+        }
+        #expect(result.stderr.contains("the change may have reached the TSP"), "\(result.stderr)")
+        #expect(result.stderr.contains("; the issuer-node at \(address) went away during the call"), "\(result.stderr)")
+    }
+
+    /// The connection the server accepted, for its handler to reset.
+    final class Accepted: Sendable {
+        let connection = Mutex<TLSConnection?>(nil)
+    }
+
+    /// The node dies with the call in hand: its connection is reset.
+    private static func goAway(_ accepted: Accepted) async throws {
+        if let connection = accepted.connection.withLock({ $0 }) { await connection.abort() }
+        try await Task.sleep(for: .seconds(60))
+    }
+
+    /// Runs `tokenet` (with the operator's certificate) against `router`, served over TLS with `role`'s certificate
+    /// of the development PKI; the server's accepted connection goes to `accepted`.
+    private static func run(
+        _ router: RPCRouter, as role: String, _ accepted: Accepted, _ arguments: (String) -> [String]
+    ) async throws -> (ProcessResult, String) {
+        let pki = DevelopmentPKI.shared
+        let context = try TLSContext(
+            configuration: .server(
+                certificateChainFile: pki.path("\(role).pem"), privateKeyFile: pki.path("\(role).key"),
+                trustedCAFile: pki.path("ca.pem")))
+        let loop = try EventLoop(name: "went-away-test")
+        let listener = try await TLSListener.bind(context: context, on: loop)
+        let server = RPCServer(router: router, handlersOnConnectionLoop: true)
+        let serving = Task(executorPreference: loop) {
+            for await connection in listener.connections {
+                accepted.connection.withLock { $0 = connection }
+                Task(executorPreference: loop) { await server.serve(connection) }
+            }
+        }
+        let address = "127.0.0.1:\(listener.port)"
+        let command =
+            arguments(address) + [
+                "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+                "--deadline", "30s",
+            ]
+        let result = try await offThePool { try runTokenet(command) }
+        server.shutdown()
+        serving.cancel()
+        await listener.close()
+        loop.shutdown()
+        return (result, address)
     }
 }

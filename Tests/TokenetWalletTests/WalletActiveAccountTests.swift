@@ -177,19 +177,25 @@ import TokenetWire
         #expect(
             alone.message.hasPrefix("card-1 is DEACTIVATED (its token was deleted, or replaced when the card was added")
                 && alone.message.hasSuffix("so it cannot be the selected card; add the card again"), "\(alone.message)")
-        _ = try await wallet.control.addCard(WalletHarness.manual("5555555555554444"))
-        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+        // Added again and waiting for its T&C: that card is named, with the step it waits for.
         _ = try await wallet.control.addCard(WalletHarness.manual())
-        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-3"))
+        let waiting = try await #require(throws: RPCError.self) {
+            try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        }
+        let last4 = try wallet.store.card(ref: "card-1").panLast4
+        #expect(
+            waiting.message.hasSuffix(
+                "; card-2, a card ending \(last4) in the same wallet account, waits for its T&C: accept them (tokenet "
+                    + "wallet accept-terms WALLET_ADDR card-2), then select it"), "\(waiting.message)")
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
         _ = try await wallet.selection.selectCard(.init(cardRef: "card-2"))
         let error = try await #require(throws: RPCError.self) {
             try await wallet.selection.selectCard(.init(cardRef: "card-1"))
         }
         #expect(error.code == .failedPrecondition)
-        let last4 = try wallet.store.card(ref: "card-1").panLast4
         #expect(
             error.message.hasSuffix(
-                "; card-3, a card ending \(last4) in the same wallet account, is ACTIVE: select it instead"),
+                "; card-2, a card ending \(last4) in the same wallet account, is ACTIVE: select it instead"),
             "\(error.message)")
         #expect(try wallet.store.selection().selectedCardID == (try wallet.store.card(ref: "card-2")).id)
     }

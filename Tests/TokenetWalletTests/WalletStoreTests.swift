@@ -282,7 +282,8 @@ import TokenetWire
         ),
         (#"{"risk": {"deviceScore": -1}}"#, "risk.deviceScore is -1; scores are whole numbers from 1 (lowest) to 5"),
         (#"{"risk": {"accountScore": 99999999999}}"#, "risk.accountScore is 99999999999; scores are whole numbers"),
-        (#"{"risk": {"accountScore": 1e300}}"#, "risk.accountScore is 1e+300; scores are whole numbers"),
+        (#"{"risk": {"accountScore": 1e300}}"#, "risk.accountScore is too large; scores are whole numbers"),
+        (#"{"risk": {"accountScore": 18446744073709551616}}"#, "risk.accountScore is too large; scores are whole"),
     ])
     func aScoreThatIsNoWholeNumberFromOneToFiveIsNamed(json: String, message: String) throws {
         let failure = try #require(throws: NodeError.self) {

@@ -79,6 +79,27 @@ import TokenetWire
         #expect(wallet.tsp.state.withLock { $0.digitizeRequests.count } == 2)
     }
 
+    /// A TSP that does not answer the first card's Digitize is not asked for the others in the same resume: each
+    /// would wait for it as long, and a sync with six such cards took 27 s to fail. They wait for the next resume.
+    @Test func aTSPThatDoesNotAnswerEndsTheResume() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.state.withLock { $0.digitizeFailures = 2 }
+        for card in ["card-1", "card-2"] {
+            _ = try await wallet.control.addCard(WalletHarness.manual())
+            await #expect(throws: (any Error).self) { try await wallet.control.acceptTerms(.init(cardRef: card)) }
+        }
+        wallet.tsp.state.withLock { $0.digitizeFailures = 5 }
+        let control = WalletControlService(
+            tsp: wallet.tspAsWallet(), store: wallet.store, configuration: WalletConfiguration(),
+            selection: try WalletSelection(store: wallet.store, configuredAccountID: "wallet-account-1"),
+            logger: Logger(node: "wallet-node", sink: wallet.logs), events: wallet.events)
+        #expect(await control.resumeUnansweredDigitizations() == 0)
+        #expect(wallet.tsp.state.withLock { $0.digitizeRequests.count } == 3)
+        #expect(wallet.logs.lines.contains { $0.contains("the TSP did not answer") && $0.contains("left=1") })
+        wallet.tsp.state.withLock { $0.digitizeFailures = 0 }
+        #expect(await control.resumeUnansweredDigitizations() == 2)
+    }
+
     /// A Digitize the TSP refuses for good (its receipt expired meanwhile: it made no token, or it would answer the
     /// request id with it) leaves the card declined, so it no longer waits as DIGITIZING and can be deleted; before,
     /// it stayed DIGITIZING, every resume and accept-terms met the same refusal, and delete asked for accept-terms.
