@@ -212,6 +212,18 @@ public final class NotificationSubscriber: Sendable {
                 ["message_id": id, "attempt": "\(notification.deliveryAttempt)"])
             return
         }
+        // Sequences go up by one per message in the queue: ones missing past the highest handled were dropped by the
+        // broker's retention (the node was away, or fell behind, too long). The messages are gone; what they said
+        // (a transaction, an issuer's message) is not resent, so the operator hears of it here.
+        let highest = processed.highestSequence
+        if highest > 0, notification.sequence > highest + 1 {
+            let (first, last) = (highest + 1, notification.sequence - 1)
+            logger.warning(
+                "notifications lost: the TSP's broker dropped \(last - first + 1) message(s) meant for this node "
+                    + "before they were delivered (its retention: too old, or too many queued); token states are "
+                    + "checked with the TSP, other messages (transactions, issuer messages) are not sent again",
+                ["sequences": first == last ? "\(first)" : "\(first)-\(last)", "next_message_id": id])
+        }
         // Under the trace of the flow that made it: the lines the handling logs, and the calls it makes, carry it.
         try await FlowTrace.run(notification.traceID) {
             do {
@@ -223,7 +235,7 @@ public final class NotificationSubscriber: Sendable {
                 throw error
             }
         }
-        try processed.record(id)
+        try processed.record(id, sequence: notification.sequence)
     }
 
     /// One acknowledgement worker: syncs the journal, acknowledges a batch, forgets it once confirmed.

@@ -10,6 +10,9 @@ import Synchronization
 /// as the handler returns, so it survives the process being killed; the file is fsynced before an acknowledgement
 /// is sent, so it also survives a power loss for everything acknowledged. The journal is rewritten with only the
 /// live ids when it has grown well past them.
+///
+/// `=N` records the highest queue sequence handled, so that a node back from a while away can tell that the broker
+/// dropped messages meant for it (its retention): their sequences are missing from what it is sent next.
 public final class ProcessedNotificationLog: Sendable {
     public static let fileName = "notifications-processed.log"
 
@@ -17,6 +20,7 @@ public final class ProcessedNotificationLog: Sendable {
         var descriptor: Int32
         var ids: Set<String>
         var lines: Int
+        var highestSequence: UInt64
     }
 
     public let path: String
@@ -33,6 +37,7 @@ public final class ProcessedNotificationLog: Sendable {
         self.path = path
         var ids: Set<String> = []
         var lines = 0
+        var highestSequence: UInt64 = 0
         let existing = FileManager.default.contents(atPath: path)
         if let data = existing {
             for line in data.split(separator: UInt8(ascii: "\n")) {
@@ -40,6 +45,7 @@ public final class ProcessedNotificationLog: Sendable {
                 switch line.first {
                 case UInt8(ascii: "+"): ids.insert(text)
                 case UInt8(ascii: "-"): ids.remove(text)
+                case UInt8(ascii: "="): highestSequence = max(highestSequence, UInt64(text) ?? 0)
                 default: continue  // a line torn by a crash mid-write
                 }
                 lines += 1
@@ -55,7 +61,7 @@ public final class ProcessedNotificationLog: Sendable {
                 throw error
             }
         }
-        state = Mutex(State(descriptor: descriptor, ids: ids, lines: lines))
+        state = Mutex(State(descriptor: descriptor, ids: ids, lines: lines, highestSequence: highestSequence))
     }
 
     deinit {
@@ -68,17 +74,23 @@ public final class ProcessedNotificationLog: Sendable {
     /// The handled ids waiting for the broker's confirmation.
     public var ids: [String] { state.withLock { Array($0.ids) } }
 
+    /// The highest queue sequence recorded as handled; 0 when none was.
+    public var highestSequence: UInt64 { state.withLock { $0.highestSequence } }
+
     public func contains(_ id: String) -> Bool {
         state.withLock { $0.ids.contains(id) }
     }
 
-    /// Records that the message `id` was handled. Ids that cannot be written as one line are not recorded.
-    public func record(_ id: String) throws(NodeError) {
+    /// Records that the message `id`, at `sequence` in the node's queue, was handled. Ids that cannot be written as
+    /// one line are not recorded.
+    public func record(_ id: String, sequence: UInt64 = 0) throws(NodeError) {
         guard Self.isRecordable(id) else { return }
         try state.withLock { state throws(NodeError) in
             guard state.ids.insert(id).inserted else { return }
-            try Self.append("+" + id + "\n", to: state.descriptor, path: path)
-            state.lines += 1
+            let higher = sequence > state.highestSequence
+            try Self.append("+" + id + "\n" + (higher ? "=\(sequence)\n" : ""), to: state.descriptor, path: path)
+            state.lines += higher ? 2 : 1
+            if higher { state.highestSequence = sequence }
         }
     }
 
@@ -115,7 +127,9 @@ public final class ProcessedNotificationLog: Sendable {
                 guard descriptor >= 0 else {
                     throw NodeError(.io, "cannot create \(temporary): \(String(cString: strerror(errno)))")
                 }
-                let text = state.ids.map { "+" + $0 + "\n" }.joined()
+                let text =
+                    (state.highestSequence > 0 ? "=\(state.highestSequence)\n" : "")
+                    + state.ids.map { "+" + $0 + "\n" }.joined()
                 do throws(NodeError) {
                     try Self.append(text, to: descriptor, path: temporary)
                 } catch {

@@ -114,8 +114,6 @@ extension NotificationBroker {
             }
             return expired
         }
-        for (name, count) in expired {
-            logger.warning("notifications dropped by retention", ["subscriber": name, "count": "\(count)"])
-        }
+        for (name, count) in expired { logDropped(count, of: name) }
     }
 }

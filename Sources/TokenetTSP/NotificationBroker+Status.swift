@@ -30,6 +30,21 @@ extension NotificationBroker {
         state.withLock { $0.queues[subscriber] != nil }
     }
 
+    /// Says that retention dropped `count` messages of `subscriber`'s queue, throttled (`dropLines`): the
+    /// subscriber hears of it from the gap in the sequences it is sent next.
+    func logDropped(_ count: Int, of subscriber: String) {
+        let logger = logger
+        dropLines.submit { notShown in
+            if notShown > 0 {
+                logger.warning(
+                    "notifications dropped by retention",
+                    ["subscriber": subscriber, "count": "\(count)", "lines_not_shown": "\(notShown)"])
+            } else {
+                logger.warning("notifications dropped by retention", ["subscriber": subscriber, "count": "\(count)"])
+            }
+        }
+    }
+
     /// Applies retention to every queue now (the commit thread does it every second).
     public func expireNow() {
         let now = nowMs()
@@ -41,8 +56,6 @@ extension NotificationBroker {
             }
             return expired
         }
-        for (name, count) in expired {
-            logger.warning("notifications dropped by retention", ["subscriber": name, "count": "\(count)"])
-        }
+        for (name, count) in expired { logDropped(count, of: name) }
     }
 }

@@ -48,6 +48,9 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     let store: NotificationStore
     public let retention: NotificationRetention
     let logger: Logger
+    /// One "notifications dropped by retention" line a second: it came for every message published to a full queue
+    /// (a wallet away for long under traffic wrote one per payment), with the count of those not shown.
+    let dropLines = LogThrottle()
     let nowMs: @Sendable () -> UInt64
     let state: Mutex<State>
     let wakeup = DispatchSemaphore(value: 0)

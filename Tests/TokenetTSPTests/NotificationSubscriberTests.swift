@@ -172,6 +172,42 @@ import TokenetWire
         #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 40)
     }
 
+    /// Messages the broker's retention dropped while the node was away are told in the node's log by the gap in
+    /// the sequences it is sent next, also across a restart of the node (the journal keeps the highest sequence
+    /// handled); a subscriber that missed nothing says nothing.
+    @Test func messagesDroppedWhileTheNodeWasAwayAreToldByTheGap() async throws {
+        let harness = try BrokerHarness.make(retention: NotificationRetention(maxAge: .seconds(3600), maxQueued: 3))
+        let journal = harness.directory + "/wallet-journal.log"
+        let handler = CountingHandler()
+        let quiet = MemoryLogSink()
+        let first = NotificationSubscriber(
+            tsp: Self.caller(harness), handler: handler, processed: try ProcessedNotificationLog(path: journal),
+            logger: Logger(node: "wallet-node", sink: quiet), options: .init(maxInFlight: 256, acknowledgeBatch: 7))
+        _ = try await harness.publish(2)
+        let running = Task { await first.run() }
+        await handler.wait(for: 2)
+        try await Self.drained(harness)
+        running.cancel()
+        _ = await running.value
+        #expect(!quiet.lines.contains { $0.contains("notifications lost") }, "\(quiet.lines)")
+
+        // Away: eight more are published to a queue that keeps three.
+        _ = try await harness.publish(8)
+        harness.broker.expireNow()
+        let logs = MemoryLogSink()
+        let again = NotificationSubscriber(
+            tsp: Self.caller(harness), handler: handler, processed: try ProcessedNotificationLog(path: journal),
+            logger: Logger(node: "wallet-node", sink: logs), options: .init(maxInFlight: 256, acknowledgeBatch: 7))
+        let back = Task { await again.run() }
+        await handler.wait(for: 5)
+        back.cancel()
+        _ = await back.value
+        let lost = logs.lines.filter { $0.contains("notifications lost") }
+        #expect(
+            lost.count == 1 && lost[0].contains("dropped 5 message(s)") && lost[0].contains("sequences=3-7"),
+            "\(logs.lines)")
+    }
+
     /// A message published while a flow is served carries its trace id (the broker fills it in, whatever the
     /// publisher put there), and the receiving node handles it under that trace: the lines its handling logs and
     /// the calls it makes carry it. One published outside any flow is handled under none.
