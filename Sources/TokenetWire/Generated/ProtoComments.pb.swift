@@ -284,7 +284,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.Notification.message_id": "Unique across the broker and stable across redeliveries.",
         "tokenet.tsp.v1.Notification.message_type": "CARD_STATE, REPLENISHMENT, TRANSACTION_NOTIFICATION, AUTHN, CARD_RENEWAL, MESSAGING, STAND_IN_ADVICE; any other\nvalue is UNKNOWN.",
         "tokenet.tsp.v1.Notification.opaque": "A body the broker does not interpret (other senders or topics).",
-        "tokenet.tsp.v1.Notification.sender": "Who published it: CPS (card and token state), MG (payment-key replenishment), TNS (transactions) for the TSP's\nown components, or the issuer id for messages an issuer sends to its users.",
+        "tokenet.tsp.v1.Notification.sender": "Who published it: CPS (card and token state, renewals, and the messages an issuer sends to its users), MG\n(payment-key replenishment), TNS (transactions), the TSP's own components; an operator's Publish names its own.",
         "tokenet.tsp.v1.Notification.sequence": "Position in the subscriber's queue; increases by one per message published to it.",
         "tokenet.tsp.v1.Notification.topic": "\"D1_NOTIFICATION\" for the TSP's components; anything else is passed to the app untouched.",
         "tokenet.tsp.v1.Notification.trace_id": "The trace id of the call whose change the message reports (a Publish's own), filled by the broker; empty for\nwhat the TSP's timers publish. The receiving node handles the message, and makes the calls it leads to, under\nit, so one flow keeps one trace id across the push as across a call.",

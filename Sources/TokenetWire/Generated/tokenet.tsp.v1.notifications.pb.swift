@@ -56,8 +56,8 @@ extension TspV1 {
         /// Position in the subscriber's queue; increases by one per message published to it.
         public var sequence: UInt64 = 0
 
-        /// Who published it: CPS (card and token state), MG (payment-key replenishment), TNS (transactions) for the TSP's
-        /// own components, or the issuer id for messages an issuer sends to its users.
+        /// Who published it: CPS (card and token state, renewals, and the messages an issuer sends to its users), MG
+        /// (payment-key replenishment), TNS (transactions), the TSP's own components; an operator's Publish names its own.
         public var sender: String = ""
 
         /// "D1_NOTIFICATION" for the TSP's components; anything else is passed to the app untouched.

@@ -89,8 +89,8 @@ struct  Tokenet__Tsp__V1__Notification
    */
   uint64_t sequence;
   /*
-   * Who published it: CPS (card and token state), MG (payment-key replenishment), TNS (transactions) for the TSP's
-   * own components, or the issuer id for messages an issuer sends to its users.
+   * Who published it: CPS (card and token state, renewals, and the messages an issuer sends to its users), MG
+   * (payment-key replenishment), TNS (transactions), the TSP's own components; an operator's Publish names its own.
    */
   char *sender;
   /*
