@@ -106,6 +106,20 @@ extension IssuerFixture {
     /// The most BIN ranges the TSP registers for one issuer (`RegisterIssuer`).
     static let maxBINRanges = 1_000
 
+    /// The longest texts the parties carry in their messages, in characters: a decline reason of 5 MiB loaded, made
+    /// the issuer's answer larger than a message may be, and the TSP's stand-in approved the card the fixture said
+    /// to decline.
+    static let maxNameLength = 100
+    static let maxContactLength = 254
+    static let maxReasonLength = 500
+    static let maxAppTextLength = 256
+
+    /// "\"key\" has N characters; at most M" when `text` is longer than `maximum`; nil otherwise.
+    static func tooLong(_ key: String, _ text: String?, _ maximum: Int) -> String? {
+        guard let text, text.count > maximum else { return nil }
+        return "\"\(key)\" has \(text.count) characters; at most \(maximum): the parties carry it in their messages"
+    }
+
     /// Checks what JSON decoding cannot: references between entries, unique ids, valid card numbers inside the
     /// issuer's BIN ranges, expiries, codes and complete rules.
     public func validate() throws(IssuerError) {
@@ -119,6 +133,9 @@ extension IssuerFixture {
         if let problem = IdentifierRules.problem(issuer.id) { throw fail("issuer", "\"id\" must be \(problem)") }
         if let problem = IdentifierRules.problem(issuer.name, maxLength: 100, spaces: true) {
             throw fail("issuer", "\"name\" must be \(problem)")
+        }
+        if let problem = Self.tooLong("callCenterNumber", issuer.callCenterNumber, Self.maxContactLength) {
+            throw fail("issuer", problem)
         }
         // Shown to the cardholder as an ID&V method's value: no card number.
         if let number = issuer.callCenterNumber, IdentifierRules.holdsCardNumber(identifier: number) {
@@ -159,6 +176,12 @@ extension IssuerFixture {
             }
             guard cardholderIDs.insert(holder.id).inserted else { throw fail(entry, "the id is used twice") }
             guard !holder.name.isEmpty else { throw fail(entry, "\"name\" is empty") }
+            for (key, text, maximum) in [
+                ("name", holder.name, Self.maxNameLength), ("phone", holder.phone, Self.maxContactLength),
+                ("email", holder.email, Self.maxContactLength),
+            ] {
+                if let problem = Self.tooLong(key, text, maximum) { throw fail(entry, problem) }
+            }
             guard !IdentifierRules.holdsCardNumber(identifier: holder.name) else {
                 throw fail(entry, "\"name\" holds a card number, which the parties would show in full")
             }
@@ -215,6 +238,12 @@ extension IssuerFixture {
             guard (3...4).contains(card.cvc.count), card.cvc.allSatisfy(\.isASCII), card.cvc.allSatisfy(\.isNumber)
             else { throw fail(entry, "\"cvc\" must be 3 or 4 digits") }
             guard !card.cardholderName.isEmpty else { throw fail(entry, "\"cardholderName\" is empty") }
+            for (key, text, maximum) in [
+                ("cardholderName", card.cardholderName, Self.maxNameLength),
+                ("notEligibleReason", card.notEligibleReason, Self.maxReasonLength),
+            ] {
+                if let problem = Self.tooLong(key, text, maximum) { throw fail(entry, problem) }
+            }
             if let reason = card.notEligibleReason, reason.isEmpty {
                 throw fail(entry, "\"notEligibleReason\" is empty; leave it out for an eligible card")
             }
@@ -244,6 +273,14 @@ extension IssuerFixture {
                 guard !(method.appIdentifier ?? "").isEmpty, !(method.appAction ?? "").isEmpty else {
                     throw fail("\(entry).idv[\(index)]", "APP_TO_APP needs \"appIdentifier\" and \"appAction\"")
                 }
+                for (key, text) in [
+                    ("appName", method.appName), ("appIdentifier", method.appIdentifier),
+                    ("appAction", method.appAction),
+                ] {
+                    if let problem = Self.tooLong(key, text, Self.maxAppTextLength) {
+                        throw fail("\(entry).idv[\(index)]", problem)
+                    }
+                }
                 // The wallet shows the app's name as the method's value, and its identifier and action as they are.
                 for (key, text) in [
                     ("appName", method.appName), ("appIdentifier", method.appIdentifier),
@@ -259,12 +296,16 @@ extension IssuerFixture {
             break
         case .decline(let reason):
             guard !reason.isEmpty else { throw fail(entry, "a decline needs a \"reason\"") }
+            if let problem = Self.tooLong("reason", reason, Self.maxReasonLength) { throw fail(entry, problem) }
             guard !IdentifierRules.holdsCardNumber(identifier: reason) else {
                 throw fail(entry, "the decline's \"reason\" holds a card number, which the wallet would show in full")
             }
         case .stepUp(let idv):
             try validate(idv)
         case .byScore(let approveAtMost, let stepUpAtMost, let idv, let declineReason):
+            if let problem = Self.tooLong("declineReason", declineReason, Self.maxReasonLength) {
+                throw fail(entry, problem)
+            }
             if let declineReason, IdentifierRules.holdsCardNumber(identifier: declineReason) {
                 throw fail(entry, "\"declineReason\" holds a card number, which the wallet would show in full")
             }

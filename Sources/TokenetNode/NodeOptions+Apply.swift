@@ -79,10 +79,14 @@ extension NodeOptions {
         case .tsp: peers[.tsp] = try address()
         case .issuer:
             // ID=HOST:PORT: the address of one issuer (by the id it registers with); HOST:PORT: of every other.
-            if let equals = text.firstIndex(of: "=") {
+            // The last "=": an address has none, and an issuer id may (the fixture and the TSP take any id of 1 to 64
+            // characters without spaces; a narrower rule here refused ids the TSP had registered, whose cards could
+            // then be decided only by the stand-in).
+            if let equals = text.lastIndex(of: "=") {
                 let id = String(text[..<equals])
-                guard Self.isIssuerID(id) else {
-                    throw bad("HOST:PORT or ID=HOST:PORT with an issuer id of letters, digits, '.', '_' or '-'", text)
+                // A card number is said below in the words of a route that would never apply.
+                if !IdentifierRules.holdsCardNumber(identifier: id), let problem = IdentifierRules.problem(id) {
+                    throw bad("HOST:PORT or ID=HOST:PORT with an issuer id of \(problem)", text)
                 }
                 // No issuer registers with such an id (the TSP refuses ids that hold a card number), so the route
                 // would never apply.
@@ -155,14 +159,6 @@ extension NodeOptions {
     }
 
     /// An issuer id as `--issuer ID=HOST:PORT` names it: 1 to 64 ASCII letters, digits, `.`, `_` or `-`.
-    static func isIssuerID(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count)
-            && id.unicodeScalars.allSatisfy { scalar in
-                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-                    || "._-".unicodeScalars.contains(scalar)
-            }
-    }
-
     /// Relative paths in a config file are relative to the file, so a config can sit next to its certificates.
     private static func resolve(path: String, origin: NodeSetting.Origin) -> String {
         guard case .configFile(let configPath) = origin, !path.hasPrefix("/") else { return path }

@@ -69,6 +69,13 @@ import TokenetCard
         BadCase(
             change: card(3) { $0["digitization"] = ["rule": "decline", "reason": ""] },
             message: "cards[3] \"card-mc-decline\" digitization: a decline needs a \"reason\""),
+        // A decline whose reason no message could carry was approved by the TSP's stand-in.
+        BadCase(
+            change: card(3) { $0["digitization"] = ["rule": "decline", "reason": String(repeating: "R", count: 501)] },
+            message: "cards[3] \"card-mc-decline\" digitization: \"reason\" has 501 characters; at most 500"),
+        BadCase(
+            change: card(3) { $0["cardholderName"] = String(repeating: "N", count: 101) },
+            message: "cards[3] \"card-mc-decline\": \"cardholderName\" has 101 characters; at most 100"),
         BadCase(
             change: card(4) { $0["digitization"] = ["rule": "step-up", "idv": [["type": "APP_TO_APP"]]] },
             message: "cards[4] \"card-visa-stepup\" digitization.idv[0]: APP_TO_APP needs \"appIdentifier\""),

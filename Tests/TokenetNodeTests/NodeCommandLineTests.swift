@@ -255,6 +255,19 @@ import Testing
                 + "'127.0.0.1:5' and '127.0.0.1:6'. Name each issuer with --issuer ID=HOST:PORT")
     }
 
+    /// A route takes any issuer id the fixture and the TSP take (1 to 64 characters without spaces): ids such as
+    /// `Bank+Drei` registered at the TSP and could not be routed, so the stand-in decided their cards.
+    @Test func aRouteTakesEveryIssuerIDTheTSPRegisters() throws {
+        let parsed = try options(
+            tls + [
+                "--issuer", "Bank+Drei=127.0.0.1:7", "--issuer", "bank:1=127.0.0.1:8", "--issuer", "b=c=127.0.0.1:9",
+            ],
+            spec: .tsp)
+        #expect(parsed.issuerRoutes["Bank+Drei"]?.port == 7)
+        #expect(parsed.issuerRoutes["bank:1"]?.port == 8)
+        #expect(parsed.issuerRoutes["b=c"]?.port == 9)
+    }
+
     @Test func aConfigFileListGivesOneAddressWithoutAnID() throws {
         let failure = try #require(
             error(
@@ -359,7 +372,7 @@ import Testing
         (["--hello-timeout", "-2"], "--hello-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5"),
         (["--peer-connections", "-1"], "--peer-connections: expected a number of connections from 0 (no limit) to"),
         (["--address-handshakes", "many"], "--address-handshakes: expected a number of handshakes from 0 (no limit)"),
-        (["--issuer", "=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id of letters"),
+        (["--issuer", "=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id of 1 to 64"),
         (["--issuer", "bank a=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id"),
         (["--issuer", "bank-a=7002"], "--issuer: expected ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002, got"),
         (["--issuer", "bank-a="], "--issuer: expected ID=HOST:PORT such as"),
