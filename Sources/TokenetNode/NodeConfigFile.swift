@@ -120,6 +120,12 @@ public enum NodeConfigFile {
                 throw NodeError(.config, "cannot read config file \(path): it is \(kind), not a file; give a JSON file")
             }
         }
+        if stat(path, &status) == 0, status.st_size > SettingsFile.maxBytes {
+            throw NodeError(
+                .config,
+                "config file \(path) holds \(status.st_size) bytes; a config file holds at most \(SettingsFile.maxBytes) "
+                    + "bytes")
+        }
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {

@@ -15,13 +15,7 @@ public struct PolicyFile: Sendable {
         _ name: String, dataDirectory: String, keys: Set<String>
     ) throws(NodeError) -> PolicyFile? {
         let path = (dataDirectory as NSString).appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw NodeError(.config, "cannot read \(path)", cause: DescribedError(error))
-        }
+        guard let data = try SettingsFile.read(path) else { return nil }
         return try PolicyFile(data, path: path, keys: keys)
     }
 

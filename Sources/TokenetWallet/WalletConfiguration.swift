@@ -36,14 +36,8 @@ public struct WalletConfiguration: Sendable, Equatable {
     /// The configuration in `directory/wallet.json`, or the defaults when there is no such file.
     public static func load(fromDirectory directory: String) throws(NodeError) -> WalletConfiguration {
         let path = path(inDirectory: directory)
-        guard FileManager.default.fileExists(atPath: path) else { return WalletConfiguration() }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            // A directory, or a file the node may not read, in its place: the operator's to fix (status 2).
-            throw NodeError(.config, "cannot read \(path)", cause: DescribedError(error))
-        }
+        // A directory, a dangling link or a file the node may not read in its place: the operator's to fix (2).
+        guard let data = try SettingsFile.read(path) else { return WalletConfiguration() }
         return try parse(data, path: path)
     }
 
