@@ -41,6 +41,23 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
             }
             try TSPService.requireWalletAccountID(request.walletAccountID)
             let card = try tsp.decryptCardData(request.encryptedCardData, field: "encrypted_card_data")
+            // The issuer node that pushed it may push its own cards only, as with a push receipt.
+            if !request.pushingIssuerNodeID.isEmpty {
+                let pan: PAN
+                do { pan = try card.pan() } catch {
+                    throw TSPError(.invalidArgument, "the pushed card number is not valid: \(TSPError.describe(error))")
+                }
+                guard
+                    try tsp.store.issuers().contains(where: {
+                        $0.peerNodeID == request.pushingIssuerNodeID && $0.owns(pan)
+                    })
+                else {
+                    throw TSPError(
+                        .permissionDenied,
+                        "the card ending in \(pan.last4) is not in a BIN range that issuer node "
+                            + "\(request.pushingIssuerNodeID) registered: an issuer pushes its own cards only")
+                }
+            }
             let id = TSPService.randomIdentifier()
             let nowMs = tsp.nowMs
             let expiresAtMs = nowMs + tsp.configuration.pushSessionTTL.milliseconds

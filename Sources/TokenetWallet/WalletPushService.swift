@@ -32,8 +32,11 @@ public struct WalletPushService: WalletV1.WalletPush.ServiceProtocol {
                     "this wallet has no account \(account); its accounts are \(accounts.joined(separator: ", ")) "
                         + "(the person makes an account the wallet's with tokenet wallet use-account)")
             }
+            // The pushing node, from its certificate: the TSP checks the card is its issuer's.
+            let pusher = context.peer?.role == .issuer ? context.peer?.nodeID ?? "" : ""
             let session = try await tsp.createPushSession(
-                TspV1.CreatePushSessionRequest(encryptedCardData: data, walletAccountID: account))
+                TspV1.CreatePushSessionRequest(
+                    encryptedCardData: data, walletAccountID: account, pushingIssuerNodeID: pusher))
             logger.withTraceID(context.traceID).info(
                 "push session created", ["issuer": context.peer?.uri ?? "?", "wallet_account": account])
             return WalletV1.PushCardDataResponse(

@@ -36,6 +36,26 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "already used") { try await tsp.checkEligibility(instrument) }
     }
 
+    /// A push session made for an issuer node's push holds a card of that node's issuer only, as a push receipt
+    /// does: one bank's node pushed another bank's card, which was digitized as the other bank's token.
+    @Test func aPushSessionHoldsACardOfThePushingIssuerOnly() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        func session(_ pan: String, pushedBy node: String) async throws -> TspV1.CreatePushSessionResponse {
+            try await tsp.wallet.createPushSession(
+                .init(
+                    encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(pan)),
+                    walletAccountID: TSPHarness.account, pushingIssuerNodeID: node))
+        }
+        #expect(try await !session(TSPHarness.visa, pushedBy: "issuer-1").pushSessionID.isEmpty)
+        await expectRPCError(.permissionDenied, "is not in a BIN range that issuer node issuer-2 registered") {
+            try await session(TSPHarness.visa, pushedBy: "issuer-2")
+        }
+        await expectRPCError(.permissionDenied, "the card ending in 0009 is not in a BIN range that issuer node") {
+            try await session("4761000010000009", pushedBy: "issuer-1")
+        }
+    }
+
     /// A refusal spends neither a push receipt nor a push session: the next try is told the refusal again, and adds
     /// the card once what stood in its way is gone. Spent, a receipt refused for a card already in the wallet could
     /// not add it after the cardholder removed the old one ("already used; each receipt adds a card once").

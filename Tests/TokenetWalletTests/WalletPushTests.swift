@@ -14,7 +14,10 @@ import TokenetWire
         #expect(response == WalletV1.PushCardDataResponse(pushSessionID: "ps-1", expiresAtMs: 1_000))
         #expect(
             wallet.tsp.recorded.pushSessionRequests == [
-                .init(encryptedCardData: data, walletAccountID: WalletConfiguration.defaultAccountID)
+                // The pushing node is named from its certificate, for the TSP to check the card is its issuer's.
+                .init(
+                    encryptedCardData: data, walletAccountID: WalletConfiguration.defaultAccountID,
+                    pushingIssuerNodeID: "issuer-1")
             ])
     }
 

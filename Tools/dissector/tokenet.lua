@@ -887,7 +887,7 @@ local message_fields = {
     ["tokenet.tsp.v1.CheckEligibilityResponse"] = { [3] = "s", [4] = "tokenet.card.v1.TermsAndConditions", [5] = "tokenet.tsp.v1.NoTermsRequired", [6] = "s", [9] = "s" },
     ["tokenet.tsp.v1.CreatePushReceiptRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [2] = "s", [3] = "s" },
     ["tokenet.tsp.v1.CreatePushReceiptResponse"] = { [2] = "s" },
-    ["tokenet.tsp.v1.CreatePushSessionRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [2] = "s" },
+    ["tokenet.tsp.v1.CreatePushSessionRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [2] = "s", [3] = "s" },
     ["tokenet.tsp.v1.CreatePushSessionResponse"] = { [1] = "s" },
     ["tokenet.tsp.v1.DigitizeRequest"] = { [1] = "s", [2] = "s", [3] = "s", [5] = "tokenet.card.v1.DeviceInfo", [6] = "s", [7] = "tokenet.card.v1.WalletRiskData" },
     ["tokenet.tsp.v1.DigitizeResponse"] = { [2] = "s", [4] = "s", [5] = "s", [7] = "s", [8] = "tokenet.card.v1.IdvMethod", [9] = "s", [10] = "s", [11] = "s", [12] = "s" },

@@ -1445,7 +1445,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor
   (ProtobufCMessageInit) tokenet__tsp__v1__digitize_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__create_push_session_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__create_push_session_request__field_descriptors[3] =
 {
   {
     "encrypted_card_data",
@@ -1471,15 +1471,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__create_push_session_requ
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pushing_issuer_node_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__CreatePushSessionRequest, pushing_issuer_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__create_push_session_request__field_indices_by_name[] = {
   0,   /* field[0] = encrypted_card_data */
+  2,   /* field[2] = pushing_issuer_node_id */
   1,   /* field[1] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__create_push_session_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__create_push_session_request__descriptor =
 {
@@ -1489,7 +1502,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__create_push_session_request__
   "Tokenet__Tsp__V1__CreatePushSessionRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__CreatePushSessionRequest),
-  2,
+  3,
   tokenet__tsp__v1__create_push_session_request__field_descriptors,
   tokenet__tsp__v1__create_push_session_request__field_indices_by_name,
   1,  tokenet__tsp__v1__create_push_session_request__number_ranges,

@@ -529,21 +529,33 @@ extension TspV1 {
 
         public var walletAccountID: String = ""
 
+        /// The node ID of the issuer node that pushed the card (from its certificate, tokenet://issuer/ID), as the wallet
+        /// backend knows it. When given, the TSP refuses a card outside the BIN ranges of the issuer that node registered
+        /// (PERMISSION_DENIED), as it does for a push receipt: one bank's node could otherwise push another bank's card.
+        public var pushingIssuerNodeID: String = ""
+
         public init() {}
 
-        public init(encryptedCardData: CardV1.EncryptedCardData? = nil, walletAccountID: String = "") {
+        public init(
+            encryptedCardData: CardV1.EncryptedCardData? = nil,
+            walletAccountID: String = "",
+            pushingIssuerNodeID: String = ""
+        ) {
             self.encryptedCardData = encryptedCardData
             self.walletAccountID = walletAccountID
+            self.pushingIssuerNodeID = pushingIssuerNodeID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.encryptedCardData = try reader.readMessage(1)
             self.walletAccountID = try reader.read(2)
+            self.pushingIssuerNodeID = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             if let value = encryptedCardData { try writer.write(1, message: value) }
             try writer.write(2, walletAccountID)
+            try writer.write(3, pushingIssuerNodeID)
         }
     }
 }

@@ -1388,6 +1388,7 @@ extension TspV1.CreatePushSessionRequest {
         var base = Self()
         base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
         base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pushingIssuerNodeID = "pushing_issuer_node_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -283,10 +283,16 @@ struct  Tokenet__Tsp__V1__CreatePushSessionRequest
    */
   Tokenet__Card__V1__EncryptedCardData *encrypted_card_data;
   char *wallet_account_id;
+  /*
+   * The node ID of the issuer node that pushed the card (from its certificate, tokenet://issuer/ID), as the wallet
+   * backend knows it. When given, the TSP refuses a card outside the BIN ranges of the issuer that node registered
+   * (PERMISSION_DENIED), as it does for a push receipt: one bank's node could otherwise push another bank's card.
+   */
+  char *pushing_issuer_node_id;
 };
 #define TOKENET__TSP__V1__CREATE_PUSH_SESSION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__create_push_session_request__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__CreatePushSessionResponse
