@@ -24,6 +24,17 @@ extension IssuerStore {
         }
         try storage("load the fixture into the database") {
             try database.transaction { tx in
+                // One issuer per data directory: another bank's fixture on it mixed the two banks' cards and
+                // cardholders, and the node pushed and enrolled cards outside its BIN ranges.
+                if let stored = try tx.queryOne("SELECT issuer_id FROM issuer_profile WHERE singleton = 1"),
+                    let storedID = try? stored.text(0), storedID != fixture.issuer.id
+                {
+                    throw IssuerError(
+                        .fixture,
+                        "the data directory holds the cards of issuer \(storedID), and the fixture is issuer "
+                            + "\(fixture.issuer.id)'s: a data directory keeps one issuer's cards; give this fixture a "
+                            + "data directory of its own, or load issuer \(storedID)'s fixture")
+                }
                 try tx.execute(
                     """
                     INSERT INTO issuer_profile (singleton, issuer_id, name, bin_ranges, call_center)

@@ -33,6 +33,28 @@ import TokenetTestSupport
         #expect(try IssuerNode.startFailure(#require(error), directory: directory).exitStatus == 2)
     }
 
+    /// A data directory keeps one issuer's cards: another bank's fixture on it is refused, naming both; it mixed
+    /// the two banks' cards, and the node pushed and enrolled cards outside its BIN ranges.
+    @Test func anotherIssuersFixtureIsRefusedOnADataDirectory() throws {
+        let store = try IssuerStore(
+            database: try Database.openInMemory(), vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+        try store.importFixture(try Support.fixture())
+        var other = try Support.fixture()
+        let stored = other.issuer.id
+        other.issuer.id = "fourth-bank"
+        let error = #expect(throws: IssuerError.self) { try store.importFixture(other) }
+        #expect(error?.code == .fixture)
+        #expect(
+            error?.message.contains(
+                "the data directory holds the cards of issuer \(stored), and the fixture is issuer fourth-bank's")
+                == true,
+            "\(String(describing: error))")
+        // The same issuer's fixture, edited, still loads.
+        var edited = try Support.fixture()
+        edited.issuer.name = "Renamed Bank"
+        try store.importFixture(edited)
+    }
+
     /// A data directory whose issuer database, loaded with the fixture, has the first page of `table` overwritten;
     /// and the database's path.
     func databaseWithADamagedPage(of table: String) throws -> (directory: String, path: String) {
