@@ -28,7 +28,10 @@ public struct ActivationLink: Sendable, Equatable {
 
     /// Reads a link as the app does; anything else is INVALID_ARGUMENT naming what is wrong with it.
     public init(parsing text: String) throws(IssuerError) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // The message ends its sentence after the link: a full stop copied with it made the reference unknown. No
+        // value of a link ends so (the reference is base64url, the code letters and digits).
+        while let last = trimmed.last, ".,;)".contains(last) { trimmed.removeLast() }
         guard let components = URLComponents(string: trimmed), components.scheme?.lowercased() == "otp",
             components.host == "p"
         else {

@@ -337,6 +337,8 @@ import TokenetWire
             serverURL: "tokenet://tsp:7443/a?b=c&d", userID: "ch-al ice", code: "AB23-CD45", referenceID: "ref-x_Y")
         #expect(link.text == "otp://p?u=tokenet%3A%2F%2Ftsp%3A7443%2Fa%3Fb%3Dc%26d&n=ch-al%20ice&c=AB23-CD45&r=ref-x_Y")
         #expect(try ActivationLink(parsing: " \(link.text)\n") == link)
+        // Copied with the message's full stop after it.
+        #expect(try ActivationLink(parsing: "\(link.text).") == link)
         #expect(throws: IssuerError.self) { try ActivationLink(parsing: link.text + "&c=AAAA") }
         #expect(throws: IssuerError.self) { try ActivationLink(parsing: "otp://q?c=A&r=B") }
     }
