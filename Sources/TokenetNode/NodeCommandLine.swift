@@ -53,7 +53,7 @@ public enum NodeCommandLine {
                         throw NodeError(.usage, "\(key.flag): expected no value, true or false, got '\(other)'")
                     }
                     let setting = NodeSetting(key: key, value: .bool(on), origin: .flag)
-                    try refuseRepeat(of: setting, in: flagSettings)
+                    try refuseRepeat(of: setting, in: flagSettings, spec: spec)
                     flagSettings.append(setting)
                 }
                 continue
@@ -80,7 +80,7 @@ public enum NodeCommandLine {
                 configPath = value
             } else {
                 let setting = NodeSetting(key: key, value: .string(value), origin: .flag)
-                try refuseRepeat(of: setting, in: flagSettings)
+                try refuseRepeat(of: setting, in: flagSettings, spec: spec)
                 flagSettings.append(setting)
             }
         }
@@ -110,10 +110,20 @@ public enum NodeCommandLine {
     /// A flag given twice takes its last value, so that a script can add its own after a common set; but
     /// `--issuer` is repeatable (`ID=HOST:PORT` once for each issuer), and a second `--issuer HOST:PORT` reads as a
     /// second issuer where the node would call only it and drop the first without a word.
-    private static func refuseRepeat(of setting: NodeSetting, in earlier: [NodeSetting]) throws(NodeError) {
+    private static func refuseRepeat(
+        of setting: NodeSetting, in earlier: [NodeSetting], spec: NodeSpec
+    ) throws(NodeError) {
         guard setting.key == .issuer, !setting.isIssuerRoute,
             let first = earlier.first(where: { $0.key == .issuer && !$0.isIssuerRoute })
         else { return }
+        // Routes by issuer id are the TSP's; another node calls one issuer node, and "name each issuer with
+        // ID=HOST:PORT" sent a wallet's operator to a form the wallet refuses.
+        guard spec.routesIssuersByID else {
+            throw NodeError(
+                .usage,
+                "--issuer HOST:PORT may be given once: \(spec.name) calls one issuer node; it was given "
+                    + "\(first.valueText) and \(setting.valueText)")
+        }
         throw NodeError(
             .usage,
             "--issuer HOST:PORT (the address of the issuers no ID= names) may be given once; it was given "

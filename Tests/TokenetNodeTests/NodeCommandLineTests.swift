@@ -255,6 +255,18 @@ import Testing
                 + "'127.0.0.1:5' and '127.0.0.1:6'. Name each issuer with --issuer ID=HOST:PORT")
     }
 
+    /// A wallet-node calls one issuer node: a repeated --issuer says so, not "name each issuer with ID=HOST:PORT",
+    /// which the wallet refuses.
+    @Test func aRepeatedIssuerOfAWalletSaysItCallsOne() throws {
+        let failure = try #require(
+            error(["--issuer", "127.0.0.1:5", "--issuer", "127.0.0.1:6", "--plaintext"], spec: .wallet))
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description
+                == "--issuer HOST:PORT may be given once: wallet-node calls one issuer node; it was given '127.0.0.1:5' "
+                + "and '127.0.0.1:6'", "\(failure.description)")
+    }
+
     /// A route takes any issuer id the fixture and the TSP take (1 to 64 characters without spaces): ids such as
     /// `Bank+Drei` registered at the TSP and could not be routed, so the stand-in decided their cards.
     @Test func aRouteTakesEveryIssuerIDTheTSPRegisters() throws {
