@@ -58,7 +58,8 @@ extension NodeOptions {
         func milliseconds(allowingZero: Bool) throws(NodeError) -> Int? {
             let expectation =
                 allowingZero
-                ? "seconds from 0 (off) to 86400, such as 30 or 0.5" : "seconds from 0.001 to 86400, such as 20 or 0.5"
+                ? "seconds: 0 (off), or from 0.001 to 86400, such as 30 or 0.5"
+                : "seconds from 0.001 to 86400, such as 20 or 0.5"
             guard let value = Double(text), value.isFinite, (0...86_400).contains(value) else {
                 throw bad(expectation, text)
             }

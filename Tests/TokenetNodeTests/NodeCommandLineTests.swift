@@ -374,14 +374,23 @@ import Testing
         (["--data-dir", ""], "--data-dir: expected a path"),
         (["--idle-poll-us", "-1"], "--idle-poll-us: expected microseconds from 0 to 1000000, got '-1'"),
         (["--idle-poll-us", "fast"], "--idle-poll-us: expected microseconds from 0 to 1000000, got 'fast'"),
-        (["--keepalive", "-1"], "--keepalive: expected seconds from 0 (off) to 86400, such as 30 or 0.5, got '-1'"),
-        (["--keepalive", "soon"], "--keepalive: expected seconds from 0 (off) to 86400"),
-        (["--keepalive", "nan"], "--keepalive: expected seconds from 0 (off) to 86400"),
-        (["--keepalive", "1e9"], "--keepalive: expected seconds from 0 (off) to 86400"),
-        (["--keepalive", "0.0001"], "--keepalive: expected seconds from 0 (off) to 86400"),
+        (
+            ["--keepalive", "-1"],
+            "--keepalive: expected seconds: 0 (off), or from 0.001 to 86400, such as 30 or 0.5, got '-1'"
+        ),
+        (["--keepalive", "soon"], "--keepalive: expected seconds: 0 (off), or from 0.001 to 86400"),
+        (["--keepalive", "nan"], "--keepalive: expected seconds: 0 (off), or from 0.001 to 86400"),
+        (["--keepalive", "1e9"], "--keepalive: expected seconds: 0 (off), or from 0.001 to 86400"),
+        (["--keepalive", "0.0001"], "--keepalive: expected seconds: 0 (off), or from 0.001 to 86400"),
         (["--keepalive-timeout", "0"], "--keepalive-timeout: expected seconds from 0.001 to 86400, such as 20 or 0.5"),
-        (["--idle-timeout", ""], "--idle-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5, got ''"),
-        (["--hello-timeout", "-2"], "--hello-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5"),
+        (
+            ["--idle-timeout", ""],
+            "--idle-timeout: expected seconds: 0 (off), or from 0.001 to 86400, such as 30 or 0.5, got ''"
+        ),
+        (
+            ["--hello-timeout", "-2"],
+            "--hello-timeout: expected seconds: 0 (off), or from 0.001 to 86400, such as 30 or 0.5"
+        ),
         (["--peer-connections", "-1"], "--peer-connections: expected a number of connections from 0 (no limit) to"),
         (["--address-handshakes", "many"], "--address-handshakes: expected a number of handshakes from 0 (no limit)"),
         (["--issuer", "=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id of 1 to 64"),
