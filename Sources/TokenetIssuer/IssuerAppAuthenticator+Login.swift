@@ -59,7 +59,7 @@ extension IssuerAppAuthenticator {
         for account in accounts {
             do {
                 return try await login(userID: userID, account: account, keys: keys)
-            } catch let error where error.code == .notFound || error.code == .locked {
+            } catch let error where [.notFound, .locked, .unauthenticated, .keys].contains(error.code) {
                 logger.info(
                     "login with an account refused; trying the app's next account",
                     ["user": userID, "account": account.accountID, "error": error.message])
@@ -79,7 +79,7 @@ extension IssuerAppAuthenticator {
             error.code,
             "account \(id): \(error.message); activate account \(id) again (tokenet issuer enroll ADDR \(user) \(id), "
                 + "then tokenet issuer-app activate with the code it sends) or remove it from the app (tokenet "
-                + "issuer-app delete-account ADDR \(user) \(id))")
+                + "issuer-app delete-account ADDR \(user) \(id) --pin PIN)")
     }
 
     private func login(userID: String, account: AppAccountRecord, keys: IssuerAppKeys) async throws(IssuerError)

@@ -115,9 +115,16 @@ extension IssuerFixture {
     static let maxAppTextLength = 256
 
     /// "\"key\" has N characters; at most M" when `text` is longer than `maximum`; nil otherwise.
+    /// Bytes are bounded too (four per character): one character may carry any number of combining marks.
     static func tooLong(_ key: String, _ text: String?, _ maximum: Int) -> String? {
-        guard let text, text.count > maximum else { return nil }
-        return "\"\(key)\" has \(text.count) characters; at most \(maximum): the parties carry it in their messages"
+        guard let text else { return nil }
+        if text.count > maximum {
+            return "\"\(key)\" has \(text.count) characters; at most \(maximum): the parties carry it in their messages"
+        }
+        guard text.utf8.count > maximum * 4 else { return nil }
+        return
+            "\"\(key)\" has \(text.utf8.count) bytes of UTF-8; at most \(maximum * 4): the parties carry it in their "
+            + "messages"
     }
 
     /// Checks what JSON decoding cannot: references between entries, unique ids, valid card numbers inside the

@@ -138,7 +138,8 @@ public enum NodeCommandLine {
         var fallback: String?
         for setting in settings where setting.key == .issuer {
             guard case .string(let text) = setting.value else { continue }
-            guard let equals = text.firstIndex(of: "=") else {
+            // The last "=", as the route is read: an issuer id may hold one.
+            guard let equals = text.lastIndex(of: "=") else {
                 // A config file's list may hold one address without an id, as the command line may.
                 if let fallback, setting.origin != .flag {
                     throw NodeError(

@@ -159,7 +159,6 @@ extension NodeOptions {
         }
     }
 
-    /// An issuer id as `--issuer ID=HOST:PORT` names it: 1 to 64 ASCII letters, digits, `.`, `_` or `-`.
     /// Relative paths in a config file are relative to the file, so a config can sit next to its certificates.
     private static func resolve(path: String, origin: NodeSetting.Origin) -> String {
         guard case .configFile(let configPath) = origin, !path.hasPrefix("/") else { return path }

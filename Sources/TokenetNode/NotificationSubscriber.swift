@@ -219,9 +219,10 @@ public final class NotificationSubscriber: Sendable {
         if highest > 0, notification.sequence > highest + 1 {
             let (first, last) = (highest + 1, notification.sequence - 1)
             logger.warning(
-                "notifications lost: the TSP's broker dropped \(last - first + 1) message(s) meant for this node "
-                    + "before they were delivered (its retention: too old, or too many queued); token states are "
-                    + "checked with the TSP, other messages (transactions, issuer messages) are not sent again",
+                "notifications lost: \(last - first + 1) message(s) of this node's queue at the TSP never came (dropped "
+                    + "by the broker's retention, too old or too many queued, or not stored by a write that failed "
+                    + "there); token states are checked with the TSP, other messages (transactions, issuer "
+                    + "messages) are not sent again",
                 ["sequences": first == last ? "\(first)" : "\(first)-\(last)", "next_message_id": id])
         }
         // Under the trace of the flow that made it: the lines the handling logs, and the calls it makes, carry it.

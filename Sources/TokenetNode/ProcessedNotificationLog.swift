@@ -11,8 +11,10 @@ import Synchronization
 /// is sent, so it also survives a power loss for everything acknowledged. The journal is rewritten with only the
 /// live ids when it has grown well past them.
 ///
-/// `=N` records the highest queue sequence handled, so that a node back from a while away can tell that the broker
-/// dropped messages meant for it (its retention): their sequences are missing from what it is sent next.
+/// `=N` records the queue sequence of the last message handled (the last such line counts), so that a node back from a
+/// while away can tell that the broker dropped messages meant for it (its retention): their sequences are missing
+/// from what it is sent next. Messages are handled in their queue's order, so a new one with a lower sequence means
+/// the queue started again (the TSP's data was reset): the count starts again from it.
 public final class ProcessedNotificationLog: Sendable {
     public static let fileName = "notifications-processed.log"
 
@@ -45,7 +47,7 @@ public final class ProcessedNotificationLog: Sendable {
                 switch line.first {
                 case UInt8(ascii: "+"): ids.insert(text)
                 case UInt8(ascii: "-"): ids.remove(text)
-                case UInt8(ascii: "="): highestSequence = max(highestSequence, UInt64(text) ?? 0)
+                case UInt8(ascii: "="): highestSequence = UInt64(text) ?? highestSequence
                 default: continue  // a line torn by a crash mid-write
                 }
                 lines += 1
@@ -74,7 +76,7 @@ public final class ProcessedNotificationLog: Sendable {
     /// The handled ids waiting for the broker's confirmation.
     public var ids: [String] { state.withLock { Array($0.ids) } }
 
-    /// The highest queue sequence recorded as handled; 0 when none was.
+    /// The queue sequence of the last message recorded as handled; 0 when none was.
     public var highestSequence: UInt64 { state.withLock { $0.highestSequence } }
 
     public func contains(_ id: String) -> Bool {
@@ -87,10 +89,10 @@ public final class ProcessedNotificationLog: Sendable {
         guard Self.isRecordable(id) else { return }
         try state.withLock { state throws(NodeError) in
             guard state.ids.insert(id).inserted else { return }
-            let higher = sequence > state.highestSequence
-            try Self.append("+" + id + "\n" + (higher ? "=\(sequence)\n" : ""), to: state.descriptor, path: path)
-            state.lines += higher ? 2 : 1
-            if higher { state.highestSequence = sequence }
+            let moved = sequence > 0 && sequence != state.highestSequence
+            try Self.append("+" + id + "\n" + (moved ? "=\(sequence)\n" : ""), to: state.descriptor, path: path)
+            state.lines += moved ? 2 : 1
+            if moved { state.highestSequence = sequence }
         }
     }
 

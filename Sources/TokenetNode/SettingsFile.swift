@@ -19,10 +19,15 @@ public enum SettingsFile {
         }
         var status = stat()
         guard stat(path, &status) == 0 else {
+            let failure = errno
+            guard link.st_mode & S_IFMT == S_IFLNK else {
+                throw NodeError(.config, "cannot read \(path): \(String(cString: strerror(failure)))")
+            }
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?"
             throw NodeError(
                 .config,
-                "\(path) is a symbolic link to \(target), which \(errno == ENOENT ? "does not exist" : "cannot be read"): "
+                "\(path) is a symbolic link to \(target), which "
+                    + "\(failure == ENOENT ? "does not exist" : "cannot be read (\(String(cString: strerror(failure))))"): "
                     + "fix the link or remove it (without the file the defaults apply)")
         }
         let kind: String? =

@@ -49,11 +49,7 @@ struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
                 if let holder = try tsp.store.otherHolder(
                     issuerID: issuerID, accountID: accountID, than: request.userID)
                 {
-                    throw TSPError(
-                        .failedPrecondition,
-                        "account \(accountID) is enrolled to user \(holder), whose credentials for it are active: an "
-                            + "account has one owner; remove \(holder)'s credentials for it first "
-                            + "(Authentication/RemoveCredentials), then enrol it for \(request.userID)")
+                    throw TSPError.accountHeld(accountID, by: holder, for: request.userID)
                 }
             }
             var response = TspV1.RegisterEnrolmentResponse()
@@ -85,5 +81,17 @@ struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
             log.info("credentials unlocked", ["user": request.userID, "unlocked": "\(unlocked)"])
             return TspV1.UnlockCredentialsResponse(unlocked: UInt32(unlocked))
         }
+    }
+}
+
+extension TSPError {
+    /// FAILED_PRECONDITION for an account another user holds credentials for (active or locked): an account has one
+    /// owner, whom in-app ID&V checks against.
+    static func accountHeld(_ accountID: String, by holder: String, for userID: String) -> TSPError {
+        TSPError(
+            .failedPrecondition,
+            "account \(accountID) is enrolled to user \(holder), who holds credentials for it: an account has one "
+                + "owner; remove \(holder)'s credentials for it first (Authentication/RemoveCredentials), then enrol "
+                + "it for \(userID)")
     }
 }

@@ -109,10 +109,14 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                         + "\"\(request.issuerID)\"")
             }
             for other in existing where other.id != request.issuerID {
-                if let clash = ranges.first(where: { range in other.binRanges.contains { $0.overlaps(range) } }) {
+                for clash in ranges {
+                    guard let theirs = other.binRanges.first(where: { $0.overlaps(clash) }) else { continue }
+                    // "to", not a dash: two BIN prefixes joined by a dash read as a card number, and the answer came
+                    // back masked, naming neither range.
                     throw TSPError(
                         .failedPrecondition,
-                        "BIN range \(clash.low)–\(clash.high) overlaps a range of issuer \"\(other.id)\"")
+                        "BIN range \(clash.low) to \(clash.high) overlaps issuer \"\(other.id)\"'s range \(theirs.low) to "
+                            + "\(theirs.high)")
                 }
             }
             try tsp.store.upsertIssuer(

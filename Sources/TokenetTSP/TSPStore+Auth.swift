@@ -46,6 +46,14 @@ extension TSPStore {
     ) throws {
         let digest = try Self.activationDigest(referenceID: referenceID, code: code)
         try database.transaction { tx in
+            // Checked again here, in the transaction that registers: an activation of another user's pending code
+            // between the service's check and this one would otherwise leave two owners.
+            if let holder = try tx.queryOne(
+                "SELECT user_id FROM auth_credentials WHERE issuer_id = ? AND account_id = ? AND user_id <> ? LIMIT 1",
+                [issuerID, accountID, userID])
+            {
+                throw TSPError.accountHeld(accountID, by: try holder.text(0), for: userID)
+            }
             _ = try tx.execute(
                 """
                 UPDATE auth_enrolments SET status = 'superseded', updated_at_ms = ?

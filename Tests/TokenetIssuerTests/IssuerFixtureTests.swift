@@ -73,6 +73,14 @@ import TokenetCard
         BadCase(
             change: card(3) { $0["digitization"] = ["rule": "decline", "reason": String(repeating: "R", count: 501)] },
             message: "cards[3] \"card-mc-decline\" digitization: \"reason\" has 501 characters; at most 500"),
+        // One character with thousands of combining marks is one character of many bytes.
+        BadCase(
+            change: card(3) {
+                $0["digitization"] = [
+                    "rule": "decline", "reason": "e" + String(repeating: "\u{301}", count: 3000),
+                ]
+            },
+            message: "cards[3] \"card-mc-decline\" digitization: \"reason\" has 6001 bytes of UTF-8; at most 2000"),
         BadCase(
             change: card(3) { $0["cardholderName"] = String(repeating: "N", count: 101) },
             message: "cards[3] \"card-mc-decline\": \"cardholderName\" has 101 characters; at most 100"),

@@ -278,6 +278,9 @@ import Testing
         #expect(parsed.issuerRoutes["Bank+Drei"]?.port == 7)
         #expect(parsed.issuerRoutes["bank:1"]?.port == 8)
         #expect(parsed.issuerRoutes["b=c"]?.port == 9)
+        // Two ids that share what comes before an "=" are two issuers, not one given twice.
+        let two = try options(tls + ["--issuer", "b=127.0.0.1:1", "--issuer", "b=c=127.0.0.1:2"], spec: .tsp)
+        #expect(two.issuerRoutes["b"]?.port == 1 && two.issuerRoutes["b=c"]?.port == 2)
     }
 
     @Test func aConfigFileListGivesOneAddressWithoutAnID() throws {

@@ -22,6 +22,23 @@ import Testing
         #expect(reopened.count == 2)
     }
 
+    /// The last message's queue sequence survives a reopening and a compaction; a lower one (the queue started
+    /// again at the TSP) takes its place, so that losses after it are still found.
+    @Test func theLastSequenceSurvivesAndFollowsAQueueThatStartedAgain() throws {
+        let directory = try TemporaryDirectory()
+        let log = try ProcessedNotificationLog.open(directory: directory.url.path)
+        #expect(log.highestSequence == 0)
+        try log.record("a", sequence: 10)
+        try log.record("b", sequence: 11)
+        try log.record("c")
+        #expect(log.highestSequence == 11)
+        #expect(try ProcessedNotificationLog.open(directory: directory.url.path).highestSequence == 11)
+        try log.compact()
+        #expect(try ProcessedNotificationLog.open(directory: directory.url.path).highestSequence == 11)
+        try log.record("d", sequence: 2)
+        #expect(try ProcessedNotificationLog.open(directory: directory.url.path).highestSequence == 2)
+    }
+
     @Test func aLineTornByACrashIsIgnored() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path(ProcessedNotificationLog.fileName)

@@ -163,7 +163,7 @@ import TokenetWire
         let alice = try await auth.credentials("ch-alice", account: "acc-1")
         await expectRPCError(
             .failedPrecondition,
-            "account acc-1 is enrolled to user ch-alice, whose credentials for it are active: an account has one owner"
+            "account acc-1 is enrolled to user ch-alice, who holds credentials for it: an account has one owner"
         ) { try await auth.enrol("ch-zed", ["acc-2", "acc-1"]) }
         let bob = try await auth.enrol("ch-bob", ["acc-2"])[0]
         let carol = try await auth.enrol("ch-carol", ["acc-2"])[0]

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetCard
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -62,6 +63,16 @@ import TokenetWire
                     issuerID: "bank-b", binRanges: [.init(low: "41", high: "41")],
                     encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
         }
+        // Both ranges are named, in words a log's masking leaves alone: joined by a dash, two 8-digit prefixes
+        // read as a card number and were masked in the answer.
+        let expected = "BIN range 41111100 to 41111120 overlaps issuer \"bank-a\"'s range 411111 to 411111"
+        await expectRPCError(.failedPrecondition, expected) {
+            try await other.registerIssuer(
+                .init(
+                    issuerID: "bank-b", binRanges: [.init(low: "41111100", high: "41111120")],
+                    encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
+        }
+        #expect(maskPAN(expected) == expected)
     }
 
     @Test func anotherNodeCannotTakeOverAnIssuer() async throws {

@@ -204,7 +204,8 @@ import TokenetWire
         _ = await back.value
         let lost = logs.lines.filter { $0.contains("notifications lost") }
         #expect(
-            lost.count == 1 && lost[0].contains("dropped 5 message(s)") && lost[0].contains("sequences=3-7"),
+            lost.count == 1 && lost[0].contains("5 message(s) of this node's queue at the TSP never came")
+                && lost[0].contains("sequences=3-7"),
             "\(logs.lines)")
     }
 
