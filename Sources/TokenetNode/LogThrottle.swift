@@ -158,3 +158,25 @@ extension Logger {
         }
     }
 }
+
+/// One `LogThrottle` per key (a peer, a peer and a kind of problem, a queue), so that one key's lines never hide
+/// another's. Bounded: past a thousand keys, the throttles start over.
+public final class KeyedLogThrottles: Sendable {
+    private let throttles = Mutex<[String: LogThrottle]>([:])
+
+    public init() {}
+
+    /// The throttle of `key`, made on first use.
+    public func throttle(_ key: String) -> LogThrottle {
+        throttles.withLock { throttles in
+            if let throttle = throttles[key] { return throttle }
+            if throttles.count >= 1_000 { throttles.removeAll() }
+            let throttle = LogThrottle()
+            throttles[key] = throttle
+            return throttle
+        }
+    }
+
+    /// Every throttle made so far (to flush their held-back lines as the node stops).
+    public var all: [LogThrottle] { throttles.withLock { Array($0.values) } }
+}

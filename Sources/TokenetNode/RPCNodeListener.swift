@@ -190,17 +190,8 @@ public final class RPCNodeListener: NodeListener {
         // CANCELLED, is its own doing, and stays at `debug`). At `info` the node is told only of those calls. A
         // peer that fails call after call gets one line a second, with the count of its own not shown.
         // A throttle per peer: one client failing call after call would otherwise hide another's failures, and
-        // count them on its own lines. Bounded: past a thousand peers, the throttles start over.
-        let failedCalls = Mutex<[String: LogThrottle]>([:])
-        let throttle: @Sendable (String) -> LogThrottle = { peer in
-            failedCalls.withLock { throttles in
-                if let throttle = throttles[peer] { return throttle }
-                if throttles.count >= 1_000 { throttles.removeAll() }
-                let throttle = LogThrottle()
-                throttles[peer] = throttle
-                return throttle
-            }
-        }
+        // count them on its own lines.
+        let failedCalls = KeyedLogThrottles()
         let everyCall = logger.isEnabled(.debug)
         let logCall: @Sendable (CallRecord) -> Void = { record in
             let (seconds, attoseconds) = record.duration.components
@@ -235,7 +226,7 @@ public final class RPCNodeListener: NodeListener {
             // At `debug`, where every call has its line, none is held back.
             // Per peer and status: a peer failing one way call after call no longer hides its other failures (every
             // CLI user shares the operator's certificate, so one person's refusals hid another's).
-            if everyCall { line(0) } else { throttle("\(peer) \(status)").submit(line) }
+            if everyCall { line(0) } else { failedCalls.throttle("\(peer) \(status)").submit(line) }
         }
         // At `trace`, each message of each call has its line too, as proto3 JSON: what a peer sent and was answered,
         // without a capture and its key log. Card numbers are masked as on every line; the encrypted card data a
@@ -249,23 +240,14 @@ public final class RPCNodeListener: NodeListener {
         // in one run), one a second says it with the count of those not shown.
         // One throttle per peer and kind of problem: in a burst the line shown was a peer's plain "read failed:
         // connection closed by peer …", and the oversized frames and missing hellos behind the lines not shown were
-        // said by none. Bounded as the call throttles are.
-        let closedWithProblems = Mutex<[String: LogThrottle]>([:])
-        let closedThrottle: @Sendable (String) -> LogThrottle = { key in
-            closedWithProblems.withLock { throttles in
-                if let throttle = throttles[key] { return throttle }
-                if throttles.count >= 1_000 { throttles.removeAll() }
-                let throttle = LogThrottle()
-                throttles[key] = throttle
-                return throttle
-            }
-        }
+        // said by none.
+        let closedWithProblems = KeyedLogThrottles()
         let logConnection: @Sendable (ConnectionRecord) -> Void = { record in
             let peer = record.peer?.uri ?? "plaintext"
             let (seconds, attoseconds) = record.duration.components
             let milliseconds = String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
             if let problem = record.problem {
-                closedThrottle("\(peer) \(Self.problemKind(problem))").submit { notShown in
+                closedWithProblems.throttle("\(peer) \(Self.problemKind(problem))").submit { notShown in
                     if notShown > 0 {
                         logger.info(
                             "connection closed",
@@ -376,8 +358,7 @@ public final class RPCNodeListener: NodeListener {
             outgoing: outgoing,
             resources: resources,
             throttles: {
-                failedCalls.withLock { Array($0.values) } + closedWithProblems.withLock { Array($0.values) }
-                    + [peerRefusals, refusals, handshakeRefusals]
+                failedCalls.all + closedWithProblems.all + [peerRefusals, refusals, handshakeRefusals]
             }
         )
     }

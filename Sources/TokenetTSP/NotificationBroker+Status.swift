@@ -35,14 +35,7 @@ extension NotificationBroker {
     /// subscriber hears of it from the gap in the sequences it is sent next.
     func logDropped(_ count: Int, of subscriber: String) {
         let logger = logger
-        let throttle = dropLines.withLock { throttles in
-            if let throttle = throttles[subscriber] { return throttle }
-            if throttles.count >= 1_000 { throttles.removeAll() }
-            let throttle = LogThrottle()
-            throttles[subscriber] = throttle
-            return throttle
-        }
-        throttle.submit { notShown in
+        dropLines.throttle(subscriber).submit { notShown in
             if notShown > 0 {
                 logger.warning(
                     "notifications dropped by retention",

@@ -51,7 +51,7 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     /// One "notifications dropped by retention" line a second per queue: it came for every message published to a
     /// full queue (a wallet away for long under traffic wrote one per payment), with the count of those not shown.
     /// Per queue, so that one queue's drops never hide another's.
-    let dropLines = Mutex<[String: LogThrottle]>([:])
+    let dropLines = KeyedLogThrottles()
     let nowMs: @Sendable () -> UInt64
     let state: Mutex<State>
     let wakeup = DispatchSemaphore(value: 0)
