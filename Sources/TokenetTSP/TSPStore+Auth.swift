@@ -49,7 +49,7 @@ extension TSPStore {
             // Checked again here, in the transaction that registers: an activation of another user's pending code
             // between the service's check and this one would otherwise leave two owners.
             if let holder = try tx.queryOne(
-                "SELECT user_id FROM auth_credentials WHERE issuer_id = ? AND account_id = ? AND user_id <> ? LIMIT 1",
+                Self.otherHolderQuery,
                 [issuerID, accountID, userID])
             {
                 throw TSPError.accountHeld(accountID, by: try holder.text(0), for: userID)
@@ -222,11 +222,16 @@ extension TSPStore {
             """, [issuerID, userID, accountID]) != nil
     }
 
+    /// The user other than the one given who holds credentials for an issuer's account (parameters: issuer id,
+    /// account id, user id): one query for the service's check and the registering transaction's.
+    static let otherHolderQuery =
+        "SELECT user_id FROM auth_credentials WHERE issuer_id = ? AND account_id = ? AND user_id <> ? LIMIT 1"
+
     /// Another user of the issuer who holds credentials for `accountID` (nil when none does): an account has one
     /// owner, whom in-app ID&V checks against.
     func otherHolder(issuerID: String, accountID: String, than userID: String) throws -> String? {
         try database.queryOne(
-            "SELECT user_id FROM auth_credentials WHERE issuer_id = ? AND account_id = ? AND user_id <> ? LIMIT 1",
+            Self.otherHolderQuery,
             [issuerID, accountID, userID]
         ).map { try $0.text(0) }
     }
