@@ -53,6 +53,12 @@ public struct TokenLifecycleStateMachine: Sendable, Equatable {
                 // the token: who may lift a suspension depends on who made it (`SuspensionAuthority`).
                 return "cannot activate a token that is SUSPENDED; activation is for a token waiting for ID&V "
                     + "(INACTIVE), and a suspension is lifted by a resume from the party that made it or one above it"
+            case (.suspend, .inactive), (.resume, .inactive):
+                // Only a token in use is suspended or resumed; the bare refusal left the person nowhere to go.
+                return "cannot \(event) a token that is INACTIVE; it is not in use yet (it waits for ID&V or for "
+                    + "its issuer's decision): complete its activation, or delete it"
+            case (.suspend, .suspended):
+                return "cannot suspend a token that is SUSPENDED; it is suspended already"
             default:
                 return "cannot \(event) a token that is \(state)"
             }

@@ -75,12 +75,18 @@ extension IssuerAppAuthenticator {
         let (user, id) = (account.userID, account.accountID)
         // A locked credential's message says already how to unlock it.
         guard error.code == .notFound else { return IssuerError(error.code, "account \(id): \(error.message)") }
+        // The TSP's own advice ("activate the account again") is given below with the commands that do it.
+        var reason = Substring(error.message)
+        if reason.hasSuffix(Self.tspActivateAgain) { reason = reason.dropLast(Self.tspActivateAgain.count) }
         return IssuerError(
             error.code,
-            "account \(id): \(error.message); activate account \(id) again (tokenet issuer enroll ADDR \(user) \(id), "
+            "account \(id): \(reason); activate account \(id) again (tokenet issuer enroll ADDR \(user) \(id), "
                 + "then tokenet issuer-app activate with the code it sends) or remove it from the app (tokenet "
                 + "issuer-app delete-account ADDR \(user) \(id) --pin PIN)")
     }
+
+    /// How the TSP ends a NOT_FOUND of a credential it does not know (`TSPStore+Auth`).
+    private static let tspActivateAgain = "; activate the account again"
 
     private func login(userID: String, account: AppAccountRecord, keys: IssuerAppKeys) async throws(IssuerError)
         -> IssuerV1.AppLoginResponse

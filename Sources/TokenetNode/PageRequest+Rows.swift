@@ -45,6 +45,17 @@ extension PageRequest {
     public func afterTimeKey(
         in listing: String, call: String, field: String, items: String
     ) throws(RPCError) -> (ms: Int64, tieBreaker: Substring)? {
+        try afterTimeKey(in: listing, call: call) { ofTheWholeList in
+            "continues a listing of " + (ofTheWholeList ? "every \(items)" : "another \(items)")
+                + "; ask again with the \(field) of that listing"
+        }
+    }
+
+    /// `afterTimeKey(in:call:field:items:)` for a listing narrowed by several fields: `otherListing` says which
+    /// listing a token of another came from (given whether that is the whole list) and how to ask for it.
+    public func afterTimeKey(
+        in listing: String, call: String, otherListing: (_ ofTheWholeList: Bool) -> String
+    ) throws(RPCError) -> (ms: Int64, tieBreaker: Substring)? {
         guard let after else { return nil }
         guard let mark = after.lastIndex(of: Self.listingMark),
             let colon = after[mark...].firstIndex(of: ":"),
@@ -53,9 +64,7 @@ extension PageRequest {
         guard after[..<mark] == listing else {
             throw RPCError(
                 .invalidArgument,
-                "\(call): page_token continues a listing of "
-                    + (after[..<mark].isEmpty ? "every \(items)" : "another \(items)")
-                    + "; ask again with the \(field) of that listing, or start again with an empty page_token")
+                "\(call): page_token \(otherListing(after[..<mark].isEmpty)), or start again with an empty page_token")
         }
         return (ms, after[after.index(after: colon)...])
     }

@@ -698,7 +698,12 @@ final class RPCConnection: Sendable {
                 // Why it closed, when it closed on a problem: a plaintext client whose connection a TLS port reset
                 // before the call was opened gets the same hint as one whose call was in flight.
                 let why = core.problem.map { ": \($0)" } ?? ""
-                return .failure(RPCError(.unavailable, "the connection is closed\(why)"))
+                // Nothing left: the caller may send it again elsewhere, whatever it asks (a node closes its
+                // connections as it stops, and a command that only heard "closed" could not tell what was done).
+                return .failure(
+                    RPCError(
+                        .unavailable, "\(RPCError.closedBeforeSent)\(why)",
+                        cause: NotConnected(reason: RPCError.closedBeforeSent)))
             }
             do {
                 let (id, actions) = try core.machine.openCall(start)

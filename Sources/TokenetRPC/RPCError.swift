@@ -39,6 +39,9 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// deadline, a cancel) before it was sent (`NotConnected`). Such a call did nothing there, whatever it asks.
     public var callWasNeverSent: Bool { cause is NotConnected }
 
+    /// How the message of a call opened on a connection that was closing begins (`callWasNeverSent`).
+    public static let closedBeforeSent = "the connection closed before the call was sent"
+
     /// Whether this side's own connection ended the call (`ConnectionEnded`), rather than the peer's status: a node
     /// that passes on the failure of its own link to another node answers with the same words, but its connection
     /// to this side is fine.

@@ -11,11 +11,13 @@ struct ControlService: TspV1.TspControl.ServiceProtocol {
     {
         try await tsp.handling("ListTokens", context) { _ in
             let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListTokens")
-            let after = try page.afterTimeKey(
-                in: request.walletAccountID, call: "ListTokens", field: "wallet_account_id", items: "wallet account")
+            let filter = try TokenListingFilter(request)
+            let after = try page.afterTimeKey(in: filter.listingName, call: "ListTokens") { ofEveryToken in
+                (ofEveryToken ? "continues a listing of every token" : "continues a listing with other filters")
+                    + "; ask again with the wallet_account_id, issuer_id, wallet_node_id and state of that listing"
+            }
             let rows = try tsp.store.tokens(
-                walletAccountID: request.walletAccountID.isEmpty ? nil : request.walletAccountID,
-                after: after.map { ($0.ms, String($0.tieBreaker)) }, limit: page.size + 1)
+                filter, after: after.map { ($0.ms, String($0.tieBreaker)) }, limit: page.size + 1)
             let (tokens, next) = page.split(rows, key: \.pageKey)
             let deciding = try tsp.store.awaitingDecision(
                 among: tokens.filter { $0.token.state == .inactive }.map(\.token.digitalCardID))

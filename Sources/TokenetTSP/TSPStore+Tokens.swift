@@ -160,18 +160,18 @@ extension TSPStore {
     /// Up to `limit` tokens in the order they were made (ties in the order of their ids), after the creation time
     /// and id `after` (from the first when nil), each with its own page key: a listing page (`PageRequest`).
     ///
-    /// A page key names the listing's wallet account too (`PageRequest.key(in:ms:tieBreaker:)`, an empty account
-    /// for every account's), so that a token of one account's listing asked with another account is refused instead
-    /// of silently skipping the other account's tokens made before it.
+    /// A page key names the listing's filters too (`TokenListingFilter.listingName`, empty for every token), so that
+    /// a token of one account's listing asked with another account is refused instead of silently skipping the
+    /// other account's tokens made before it.
     func tokens(
-        walletAccountID: String?, after: (ms: Int64, id: String)?, limit: Int
+        _ filter: TokenListingFilter, after: (ms: Int64, id: String)?, limit: Int
     ) throws(TSPError) -> [(token: TokenRecord, pageKey: String)] {
-        let listing = walletAccountID ?? ""
+        let listing = filter.listingName
         let start = after ?? (Int64.min, "")
         let parameters: [any SQLValueConvertible] =
-            (walletAccountID.map { [$0] } ?? []) + [start.ms, start.id, Int64(limit)]
+            filter.conditions.values.map { $0 as any SQLValueConvertible } + [start.ms, start.id, Int64(limit)]
         do {
-            let rows = try database.query(Self.tokenPageQuery(oneAccount: walletAccountID != nil), parameters)
+            let rows = try database.query(Self.tokenPageQuery(filter), parameters)
             return try rows.map { row in
                 let token = try Self.token(from: row)
                 let ms = try row.get(Self.tokenColumnCount, as: Int64.self)
@@ -183,14 +183,17 @@ extension TSPStore {
         }
     }
 
-    /// The query of a `ListTokens` page, of one wallet account's tokens or every account's: parameters are the
-    /// account (for one), the creation time and id the page starts after, and the number of rows.
-    static func tokenPageQuery(oneAccount: Bool) -> String {
-        """
-        SELECT \(tokenColumns), created_at_ms FROM tokens
-        WHERE \(oneAccount ? "wallet_account_id = ? AND " : "")(created_at_ms, digital_card_id) > (?, ?)
-        ORDER BY created_at_ms, digital_card_id LIMIT ?
-        """
+    /// The query of a `ListTokens` page: parameters are the filter's values (`TokenListingFilter.conditions`), the
+    /// creation time and id the page starts after, and the number of rows. It walks `tokens_wallet_created` for one
+    /// wallet account and `tokens_created` otherwise, skipping the tokens the other filters leave out: a page of a
+    /// rare issuer or state reads past the tokens made between its matches, never sorts them.
+    static func tokenPageQuery(_ filter: TokenListingFilter) -> String {
+        let narrowing = filter.conditions.sql.map { "\($0) AND " }.joined()
+        return """
+            SELECT \(tokenColumns), created_at_ms FROM tokens
+            WHERE \(narrowing)(created_at_ms, digital_card_id) > (?, ?)
+            ORDER BY created_at_ms, digital_card_id LIMIT ?
+            """
     }
 
     /// Up to `limit` tokens digitized through the wallet node `walletNodeID`, in the order they were stored, after

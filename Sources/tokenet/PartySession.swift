@@ -44,10 +44,15 @@ enum PartySession {
         // This command's own connection, not a link of the node's that it reported in the same words.
         // The command's own words about the failure (issuer suspend-tokens) wrap the connection's error as its cause.
         let endedHere = error.connectionEndedHere || (error.cause as? RPCError)?.connectionEndedHere == true
+        let node = party.map { "the \($0.rawValue)-node at \(address)" } ?? "the node at \(address)"
+        // A call that found the connection closed, as a node closes its connections when it stops, did nothing.
+        if error.code == .unavailable, error.callWasNeverSent, error.message.hasPrefix(RPCError.closedBeforeSent) {
+            return "; nothing was sent to \(node), which closed the connection (as a node does when it stops): run "
+                + "the command again once the node is back"
+        }
         guard error.code == .unavailable, endedHere, error.message.hasPrefix("connection lost"),
             !error.callWasNotProcessed, !error.callWasNeverSent
         else { return nil }
-        let node = party.map { "the \($0.rawValue)-node at \(address)" } ?? "the node at \(address)"
         // A command that says already what may have been done (issuer suspend-tokens) still names the node.
         if error.message.contains("may have") { return "; \(node) went away during the call" }
         return "; \(node) went away during the call, so what it was asked may or may not have been done: see its "

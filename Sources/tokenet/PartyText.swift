@@ -172,12 +172,20 @@ enum PartyText {
 
     // MARK: TSP
 
-    /// `walletAccount`: the account the listing was limited to (`--wallet-account`), or empty for all.
-    static func tokens(_ response: TspV1.ListTokensResponse, walletAccount: String = "") -> String {
+    /// `filters`: what the listing was narrowed to (`--wallet-account`, `--issuer`, `--wallet-node`, `--state`).
+    static func tokens(_ response: TspV1.ListTokensResponse, filteredBy filters: TspV1.ListTokensRequest = .init())
+        -> String
+    {
         guard !response.tokens.isEmpty else {
-            // Limited to one account, an empty answer says nothing of the TSP's other tokens.
-            return walletAccount.isEmpty
-                ? "The TSP has no tokens." : "The TSP has no tokens for wallet account \(shownName(walletAccount))."
+            // Narrowed, an empty answer says nothing of the TSP's other tokens.
+            let narrowing = [
+                filters.walletAccountID.isEmpty ? nil : "wallet account \(shownName(filters.walletAccountID))",
+                filters.issuerID.isEmpty ? nil : "issuer \(shownName(filters.issuerID))",
+                filters.walletNodeID.isEmpty ? nil : "wallet node \(shownName(filters.walletNodeID))",
+                filters.state == .unspecified ? nil : "state \(state(filters.state))",
+            ].compactMap { $0 }
+            return narrowing.isEmpty
+                ? "The TSP has no tokens." : "The TSP has no tokens of \(narrowing.joined(separator: ", "))."
         }
         return table(
             ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET", "WALLET ACCOUNT", "DEVICE"],

@@ -12,15 +12,21 @@ enum TSPCommand {
         actions: [tokens, history] + lifecycleActions + [encryptCard])
 
     static let help = """
-        Usage: tokenet tsp tokens ADDR [--wallet-account ID] [OPTIONS]
+        Usage: tokenet tsp tokens ADDR [--wallet-account ID] [--issuer ID] [--wallet-node ID] [--state STATE]
+                   [OPTIONS]
                tokenet tsp history ADDR DIGITAL_CARD_ID [OPTIONS]
 
-        tokens lists the tokens of the TSP at ADDR (HOST:PORT), of every wallet account or of one, each with the
-        wallet node that holds it (WALLET: two wallet nodes may name their accounts and devices alike). history
-        prints one token's audit trail: every state change with its time, actor, reason and trace id.
+        tokens lists the tokens of the TSP at ADDR (HOST:PORT), in the order they were made, each with the wallet
+        node that holds it (WALLET: two wallet nodes may name their accounts and devices alike); the filters
+        narrow the listing, and given together list the tokens that match them all. history prints one token's
+        audit trail: every state change with its time, actor, reason and trace id.
 
         Options:
           --wallet-account ID  Only this wallet account's tokens.
+          --issuer ID          Only this issuer's tokens (ISSUER).
+          --wallet-node ID     Only the tokens this wallet node holds (WALLET).
+          --state STATE        Only the tokens in this state: inactive (including those awaiting the issuer's
+                               decision), active, suspended or deactivated.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
@@ -30,15 +36,38 @@ enum TSPCommand {
         bad options.
         """
 
-    static let tokens = PartyAction(name: "tokens", valued: ["--wallet-account"]) { flags, command throws(CLIError) in
+    static let tokens = PartyAction(
+        name: "tokens", valued: ["--wallet-account", "--issuer", "--wallet-node", "--state"]
+    ) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
-        let request = TspV1.ListTokensRequest(walletAccountID: flags["--wallet-account"] ?? "")
+        let request = TspV1.ListTokensRequest(
+            walletAccountID: flags["--wallet-account"] ?? "", issuerID: flags["--issuer"] ?? "",
+            walletNodeID: flags["--wallet-node"] ?? "",
+            state: try flags["--state"].map { (text) throws(CLIError) in try tokenState(text, command: command) }
+                ?? .unspecified)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
                 try await allTokens(session.client, request, options: PagedListing.options(session, first: callOptions))
             },
-            text: { response, _ in PartyText.tokens(response, walletAccount: request.walletAccountID) })
+            text: { response, _ in PartyText.tokens(response, filteredBy: request) })
+    }
+
+    /// The `TokenState` a `--state` names: `active`, `ACTIVE` or `TOKEN_STATE_ACTIVE`.
+    static func tokenState(_ text: String, command: String) throws(CLIError) -> CardV1.TokenState {
+        let name = text.uppercased()
+        let states = CardV1.TokenState.knownCases.filter { $0 != .unspecified }
+        guard
+            let state = states.first(where: {
+                $0.protoValueName == name || $0.protoValueName == "TOKEN_STATE_" + name
+            })
+        else {
+            throw CLIError(
+                .usage,
+                "\(command): --state \(shownName(text)) is not a token state: give "
+                    + states.map { PartyText.state($0).lowercased() }.joined(separator: ", "))
+        }
+        return state
     }
 
     /// Every page of `ListTokens`.

@@ -15,8 +15,18 @@ import Testing
 
     static let table: [(State, Machine.Event, Expected)] = [
         (.inactive, .activate, .to(.active)),
-        (.inactive, .suspend, .rejected("cannot suspend a token that is INACTIVE")),
-        (.inactive, .resume, .rejected("cannot resume a token that is INACTIVE")),
+        (
+            .inactive, .suspend,
+            .rejected(
+                "cannot suspend a token that is INACTIVE; it is not in use yet (it waits for ID&V or for its issuer's "
+                    + "decision): complete its activation, or delete it")
+        ),
+        (
+            .inactive, .resume,
+            .rejected(
+                "cannot resume a token that is INACTIVE; it is not in use yet (it waits for ID&V or for its issuer's "
+                    + "decision): complete its activation, or delete it")
+        ),
         (.inactive, .delete, .to(.deactivated)),
         (.active, .activate, .unchanged),
         (.active, .suspend, .to(.suspended)),
@@ -28,7 +38,7 @@ import Testing
                 "cannot activate a token that is SUSPENDED; activation is for a token waiting for ID&V (INACTIVE), "
                     + "and a suspension is lifted by a resume from the party that made it or one above it")
         ),
-        (.suspended, .suspend, .rejected("cannot suspend a token that is SUSPENDED")),
+        (.suspended, .suspend, .rejected("cannot suspend a token that is SUSPENDED; it is suspended already")),
         (.suspended, .resume, .to(.active)),
         (.suspended, .delete, .to(.deactivated)),
         (.deactivated, .activate, .rejected("cannot activate a token that is DEACTIVATED")),

@@ -154,7 +154,9 @@ final class FakeTSPAuth: Sendable {
                     (request.userCredentialID, request.userCode), (request.deviceCredentialID, request.deviceCode),
                 ] {
                     guard let secret = state.secrets[id], let counter = state.counters[id] else {
-                        throw RPCError(.notFound, "no credential \(id)")
+                        // As the TSP words it (`TSPStore+Auth`).
+                        throw RPCError(
+                            .notFound, "no credential of this issuer has id \"\(id)\"; activate the account again")
                     }
                     let hotp = try HOTP(secret: secret)
                     // Look-ahead 10; a code further ahead (within 100) asks for a resync.

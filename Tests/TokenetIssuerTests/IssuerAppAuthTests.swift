@@ -566,7 +566,8 @@ import TokenetWire
         app.tsp.state.withLock { $0.secrets.removeAll() }
         await expectIssuerError(
             .notFound,
-            "account \(first.accountID): cannot log in: no credential \(first.userCredentialID); activate account "
+            "account \(first.accountID): cannot log in: no credential of this issuer has id "
+                + "\"\(first.userCredentialID)\"; activate account "
                 + "\(first.accountID) again (tokenet issuer enroll ADDR ch-alice \(first.accountID), then tokenet "
                 + "issuer-app activate with the code it sends) or remove it from the app"
         ) { _ = try await app.party.app.login(userID: "ch-alice", pin: "2580") }

@@ -9,11 +9,11 @@ import TokenetWire
 @Suite(.timeLimit(.minutes(3))) struct TSPTokensTextTests {
     /// Runs `tokenet tsp tokens` as the operator with `extra` arguments against a TSP whose listing is empty, and
     /// returns its output with the account the TSP was asked about.
-    private static func emptyListing(_ extra: [String]) async throws -> (ProcessResult, String?) {
-        let asked = Mutex<String?>(nil)
+    private static func emptyListing(_ extra: [String]) async throws -> (ProcessResult, TspV1.ListTokensRequest?) {
+        let asked = Mutex<TspV1.ListTokensRequest?>(nil)
         var router = RPCRouter()
         router.unary(TspV1.TspControl.listTokens) { (request, _) async throws in
-            asked.withLock { $0 = request.walletAccountID }
+            asked.withLock { $0 = request }
             return TspV1.ListTokensResponse()
         }
         let pki = DevelopmentPKI.shared
@@ -60,14 +60,42 @@ import TokenetWire
     @Test func anEmptyListingForOneAccountNamesIt() async throws {
         let (result, asked) = try await Self.emptyListing(["--wallet-account", "acct-7"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(asked == "acct-7")
-        #expect(result.stdout == "The TSP has no tokens for wallet account acct-7.\n")
+        #expect(asked == TspV1.ListTokensRequest(walletAccountID: "acct-7", pageSize: 1000))
+        #expect(result.stdout == "The TSP has no tokens of wallet account acct-7.\n")
+    }
+
+    @Test func theFiltersAreAskedForAndNamedWhenNothingMatches() async throws {
+        let (result, asked) = try await Self.emptyListing([
+            "--issuer", "bank-2", "--state", "Suspended", "--wallet-node", "wallet-9", "--wallet-account", "acct-7",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            asked
+                == TspV1.ListTokensRequest(
+                    walletAccountID: "acct-7", pageSize: 1000, issuerID: "bank-2", walletNodeID: "wallet-9",
+                    state: .suspended))
+        #expect(
+            result.stdout
+                == "The TSP has no tokens of wallet account acct-7, issuer bank-2, wallet node wallet-9, state "
+                + "SUSPENDED.\n")
+        let (prefixed, _) = try await Self.emptyListing(["--state", "TOKEN_STATE_INACTIVE"])
+        #expect(prefixed.stdout == "The TSP has no tokens of state INACTIVE.\n", "\(prefixed.stderr)")
+    }
+
+    @Test func aStateThatIsNoTokenStateIsAUsageError() async throws {
+        let (result, asked) = try await Self.emptyListing(["--state", "frozen"])
+        #expect(result.status == 2)
+        #expect(asked == nil)
+        #expect(
+            result.stderr.contains(
+                "--state frozen is not a token state: give inactive, active, suspended, deactivated"),
+            "\(result.stderr)")
     }
 
     @Test func anEmptyListingOfEveryAccountSaysTheTSPHasNone() async throws {
         let (result, asked) = try await Self.emptyListing([])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(asked == "")
+        #expect(asked == TspV1.ListTokensRequest(pageSize: 1000))
         #expect(result.stdout == "The TSP has no tokens.\n")
     }
 }

@@ -318,3 +318,31 @@ extension MethodDescriptor {
         MethodDescriptor(service: service, name: name, kind: .bidirectionalStreaming)
     }
 }
+
+/// A call opened on a connection that has closed fails at once as never sent, so a caller can tell that nothing was
+/// done (a node closes its connections as it stops; a command that read only "the connection is closed" could not).
+@Suite struct ClosedConnectionCallTests {
+    @Test(.timeLimit(.minutes(3))) func aCallOnAClosedConnectionSaysItWasNeverSent() async throws {
+        let handled = Atomic<Int>(0)
+        var router = RPCRouter()
+        router.unary(TestingV1.Echo.unary) { request, _ in
+            handled.add(1, ordering: .relaxed)
+            return request
+        }
+        let (server, client, serving) = InMemoryCallTests.connect(router)
+        #expect(try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1)).fInt32 == 1)
+        await client.close()
+        server.shutdown()
+        await serving.value
+        #expect(!client.isUsable)
+        do {
+            _ = try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 2))
+            Issue.record("a call on a closed connection succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message.hasPrefix(RPCError.closedBeforeSent), "\(error.message)")
+            #expect(error.callWasNeverSent)
+        }
+        #expect(handled.load(ordering: .relaxed) == 1)
+    }
+}

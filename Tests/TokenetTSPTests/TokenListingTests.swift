@@ -100,20 +100,70 @@ import TokenetWire
         #expect(rest.tokens.map(\.digitalCardID) == Array(ids.prefix(4).sorted().suffix(1)))
     }
 
+    /// The issuer, wallet node and state filters narrow the listing, alone or together with the account, and page
+    /// like the whole listing; a page token goes on only with the filters it was made with.
+    @Test func theListingNarrowsToAnIssuerAWalletNodeAndAState() async throws {
+        let (tsp, ids) = try await Self.tspWithTokens()
+        let operatorLifecycle = TspV1.TokenLifecycle.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .operator, nodeID: "op-1")))
+        for id in [ids[1], ids[5]] {
+            _ = try await operatorLifecycle.changeTokenState(
+                .init(digitalCardID: id, action: .suspend, reasonCode: "FRAUD_SUSPECTED"))
+        }
+        let order = Self.listingOrder(ids)
+        let suspended = order.filter { [ids[1], ids[5]].contains($0) }
+        for size: Int32 in [1, 2, 0] {
+            let (listed, _) = try await walk(
+                tsp, TspV1.ListTokensRequest(pageSize: size == 0 ? 500 : size, state: .suspended))
+            #expect(listed == suspended, "page size \(size)")
+        }
+        let (active, _) = try await walk(tsp, TspV1.ListTokensRequest(pageSize: 2, state: .active))
+        #expect(active == order.filter { !suspended.contains($0) })
+        let (secondSuspended, _) = try await walk(
+            tsp, TspV1.ListTokensRequest(walletAccountID: "wa-second", pageSize: 1, state: .suspended))
+        #expect(secondSuspended == [ids[5]])
+        let whole = try await tsp.control.listTokens(TspV1.ListTokensRequest())
+        let issuer = try #require(whole.tokens.first?.issuerID)
+        let node = try #require(whole.tokens.first?.walletNodeID)
+        let (ofIssuer, _) = try await walk(tsp, TspV1.ListTokensRequest(pageSize: 3, issuerID: issuer))
+        #expect(ofIssuer == order)
+        let (ofNode, _) = try await walk(tsp, TspV1.ListTokensRequest(pageSize: 3, walletNodeID: node))
+        #expect(ofNode == order)
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest(issuerID: "another-bank")).tokens.isEmpty)
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest(walletNodeID: "wallet-9")).tokens.isEmpty)
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest(state: .deactivated)).tokens.isEmpty)
+
+        let first = try await tsp.control.listTokens(TspV1.ListTokensRequest(pageSize: 1, state: .suspended))
+        for other in [
+            TspV1.ListTokensRequest(pageSize: 1, pageToken: first.nextPageToken),
+            TspV1.ListTokensRequest(pageSize: 1, pageToken: first.nextPageToken, state: .active),
+            TspV1.ListTokensRequest(pageSize: 1, pageToken: first.nextPageToken, issuerID: issuer, state: .suspended),
+        ] {
+            await expectRPCError(.invalidArgument, "issuer_id, wallet_node_id and state of that listing") {
+                try await tsp.control.listTokens(other)
+            }
+        }
+        await expectRPCError(.invalidArgument, "state 9 is not a token state: give one of TOKEN_STATE_UNSPECIFIED") {
+            try await tsp.control.listTokens(TspV1.ListTokensRequest(state: CardV1.TokenState(rawValue: 9)))
+        }
+    }
+
     /// Each page is read in the order of an index from where the previous one ended: a page that sorted every
     /// token made listing 200,000 tokens take minutes.
-    @Test func aPageIsReadThroughAnIndex() async throws {
+    @Test(arguments: [
+        TokenListingFilter(), TokenListingFilter(walletAccountID: "wa-first"),
+        TokenListingFilter(issuerID: "tokenet-bank", state: .active),
+        TokenListingFilter(walletAccountID: "wa-first", walletNodeID: "wallet-1", state: .suspended),
+    ])
+    func aPageIsReadThroughAnIndex(_ filter: TokenListingFilter) async throws {
         let (tsp, _) = try await Self.tspWithTokens()
         let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
-        for oneAccount in [false, true] {
-            let parameters: [any SQLValueConvertible] =
-                (oneAccount ? ["wa-first"] : []) + [Int64(0), "", Int64(10)]
-            let plan = try database.query(
-                "EXPLAIN QUERY PLAN " + TSPStore.tokenPageQuery(oneAccount: oneAccount), parameters
-            ).map { try $0.text(3) }.joined(separator: "; ")
-            #expect(plan.contains("USING INDEX"), "\(plan)")
-            #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
-        }
+        let parameters: [any SQLValueConvertible] =
+            filter.conditions.values.map { $0 as any SQLValueConvertible } + [Int64(0), "", Int64(10)]
+        let plan = try database.query("EXPLAIN QUERY PLAN " + TSPStore.tokenPageQuery(filter), parameters)
+            .map { try $0.text(3) }.joined(separator: "; ")
+        #expect(plan.contains("USING INDEX"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
     }
 }
 

@@ -906,7 +906,7 @@ local message_fields = {
     ["tokenet.tsp.v1.HotpCredential"] = { [1] = "s", [2] = "x" },
     ["tokenet.tsp.v1.IssuerPushReceipt"] = { [2] = "s" },
     ["tokenet.tsp.v1.IssuerToken"] = { [1] = "s", [5] = "tokenet.tsp.v1.StandInAdviceBody" },
-    ["tokenet.tsp.v1.ListTokensRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.ListTokensRequest"] = { [1] = "s", [3] = "s", [4] = "s", [5] = "s" },
     ["tokenet.tsp.v1.ListTokensResponse"] = { [1] = "tokenet.tsp.v1.TokenSummary", [2] = "s" },
     ["tokenet.tsp.v1.ListTransactionsRequest"] = { [1] = "s", [3] = "s" },
     ["tokenet.tsp.v1.ListTransactionsResponse"] = { [1] = "tokenet.tsp.v1.TspTransaction", [2] = "s" },

@@ -277,7 +277,7 @@ void   tokenet__tsp__v1__token_history_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__token_history_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_request__field_descriptors[6] =
 {
   {
     "wallet_account_id",
@@ -315,16 +315,55 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_request__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "issuer_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTokensRequest, issuer_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wallet_node_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTokensRequest, wallet_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTokensRequest, state),
+    &tokenet__card__v1__token_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__list_tokens_request__field_indices_by_name[] = {
+  3,   /* field[3] = issuer_id */
   1,   /* field[1] = page_size */
   2,   /* field[2] = page_token */
+  5,   /* field[5] = state */
   0,   /* field[0] = wallet_account_id */
+  4,   /* field[4] = wallet_node_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__list_tokens_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descriptor =
 {
@@ -334,7 +373,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descript
   "Tokenet__Tsp__V1__ListTokensRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ListTokensRequest),
-  3,
+  6,
   tokenet__tsp__v1__list_tokens_request__field_descriptors,
   tokenet__tsp__v1__list_tokens_request__field_indices_by_name,
   1,  tokenet__tsp__v1__list_tokens_request__number_ranges,

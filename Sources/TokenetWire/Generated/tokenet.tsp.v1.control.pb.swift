@@ -17,29 +17,55 @@ extension TspV1 {
         /// INVALID_ARGUMENT.
         public var pageSize: Int32 = 0
 
-        /// Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id; empty for
-        /// the first page. A token that did not come from this TSP's ListTokens, or asked with another wallet_account_id
-        /// than its listing's, is INVALID_ARGUMENT.
+        /// Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id,
+        /// issuer_id, wallet_node_id and state; empty for the first page. A token that did not come from this TSP's
+        /// ListTokens, or asked with other filters than its listing's, is INVALID_ARGUMENT.
         public var pageToken: String = ""
+
+        /// Only this issuer's tokens (TokenSummary.issuer_id); empty for every issuer.
+        public var issuerID: String = ""
+
+        /// Only the tokens the wallet node with this id holds (TokenSummary.wallet_node_id); empty for every wallet node.
+        public var walletNodeID: String = ""
+
+        /// Only the tokens in this state (INACTIVE includes those awaiting their issuer's decision); UNSPECIFIED for every
+        /// state. A value that is not a TokenState is INVALID_ARGUMENT.
+        public var state: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
         public init() {}
 
-        public init(walletAccountID: String = "", pageSize: Int32 = 0, pageToken: String = "") {
+        public init(
+            walletAccountID: String = "",
+            pageSize: Int32 = 0,
+            pageToken: String = "",
+            issuerID: String = "",
+            walletNodeID: String = "",
+            state: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+        ) {
             self.walletAccountID = walletAccountID
             self.pageSize = pageSize
             self.pageToken = pageToken
+            self.issuerID = issuerID
+            self.walletNodeID = walletNodeID
+            self.state = state
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.walletAccountID = try reader.read(1)
             self.pageSize = try reader.read(2)
             self.pageToken = try reader.read(3)
+            self.issuerID = try reader.read(4)
+            self.walletNodeID = try reader.read(5)
+            self.state = try reader.read(6)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, walletAccountID)
             try writer.write(2, pageSize)
             try writer.write(3, pageToken)
+            try writer.write(4, issuerID)
+            try writer.write(5, walletNodeID)
+            try writer.write(6, state)
         }
     }
 }

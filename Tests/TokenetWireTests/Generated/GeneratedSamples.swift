@@ -1597,6 +1597,9 @@ extension TspV1.ListTokensRequest {
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pageSize = -2000006
         base.pageToken = "page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.issuerID = "issuer_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletNodeID = "wallet_node_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.state = CardV1.TokenState(rawValue: 1)
         return [base]
     }
 }

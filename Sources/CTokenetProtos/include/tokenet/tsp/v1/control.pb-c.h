@@ -43,15 +43,28 @@ struct  Tokenet__Tsp__V1__ListTokensRequest
    */
   int32_t page_size;
   /*
-   * Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id; empty for
-   * the first page. A token that did not come from this TSP's ListTokens, or asked with another wallet_account_id
-   * than its listing's, is INVALID_ARGUMENT.
+   * Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id,
+   * issuer_id, wallet_node_id and state; empty for the first page. A token that did not come from this TSP's
+   * ListTokens, or asked with other filters than its listing's, is INVALID_ARGUMENT.
    */
   char *page_token;
+  /*
+   * Only this issuer's tokens (TokenSummary.issuer_id); empty for every issuer.
+   */
+  char *issuer_id;
+  /*
+   * Only the tokens the wallet node with this id holds (TokenSummary.wallet_node_id); empty for every wallet node.
+   */
+  char *wallet_node_id;
+  /*
+   * Only the tokens in this state (INACTIVE includes those awaiting their issuer's decision); UNSPECIFIED for every
+   * state. A value that is not a TokenState is INVALID_ARGUMENT.
+   */
+  Tokenet__Card__V1__TokenState state;
 };
 #define TOKENET__TSP__V1__LIST_TOKENS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__list_tokens_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED }
 
 
 struct  Tokenet__Tsp__V1__TokenSummary
