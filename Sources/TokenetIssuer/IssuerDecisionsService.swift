@@ -8,12 +8,15 @@ import TokenetWire
 struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
     let store: IssuerStore
     let key: RSAPrivateKey
+    /// The issuer's TSP: only that node may ask (`TSPLink.requireOwnTSP`).
+    let tsp: TSPLink
     let logger: Logger
     let now: @Sendable () -> Date
 
     func checkCardEligibility(
         _ request: IssuerV1.CardEligibilityRequest, context: ServerContext
     ) async throws -> IssuerV1.CardEligibilityResponse {
+        try tsp.requireOwnTSP(context.peer)
         let card = try decrypt(request.encryptedCardData)
         let pan = try pan(of: card)
         let stored = try store.card(matching: pan)
@@ -29,6 +32,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
     func authorizeDigitization(
         _ request: IssuerV1.AuthorizeDigitizationRequest, context: ServerContext
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
+        try tsp.requireOwnTSP(context.peer)
         let card = try decrypt(request.encryptedCardData)
         let pan = try pan(of: card)
         let stored = try store.card(matching: pan)

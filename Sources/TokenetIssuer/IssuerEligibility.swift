@@ -10,13 +10,13 @@ enum IssuerEligibility {
     ) -> (Bool, String) {
         let last4 = String(card.accountNumber.suffix(4))
         if let renewed {
-            let now =
-                renewed.pan.last4 == last4
-                ? "expires \(renewed.expiry)" : "ends in \(renewed.pan.last4), expiring \(renewed.expiry)"
+            // Nothing of the renewed card: this answer reaches whoever presented the earlier details (any wallet,
+            // through the TSP), and its new number and expiry told someone holding an old card how to use the new.
+            let what = renewed.pan.last4 == last4 ? "its expiry date changed" : "it was replaced by a new card"
             return (
                 false,
-                "the card ending \(last4) was renewed after these card details were taken: it now \(now); add the "
-                    + "card again with its new details"
+                "the card ending \(last4) was renewed after these card details were taken (\(what)); add the card "
+                    + "again with the details of the renewed card"
             )
         }
         guard let stored else { return (false, "the issuer has no card ending \(last4)") }

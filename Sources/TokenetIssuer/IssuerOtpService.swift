@@ -7,10 +7,13 @@ import TokenetWire
 /// e-mail, which only the issuer knows. Delivery is simulated by the outbox; the code is never logged.
 struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
     let store: IssuerStore
+    /// The issuer's TSP: only that node may have codes sent (`TSPLink.requireOwnTSP`).
+    let tsp: TSPLink
     let logger: Logger
     let now: @Sendable () -> Date
 
     func sendOTP(_ request: IssuerV1.SendOtpRequest, context: ServerContext) async throws -> IssuerV1.SendOtpResponse {
+        try tsp.requireOwnTSP(context.peer)
         guard !request.digitalCardID.isEmpty else { throw RPCError(.invalidArgument, "digital_card_id is required") }
         guard request.code.count >= 4, request.code.allSatisfy({ $0.isASCII && $0.isNumber }) else {
             throw RPCError(.invalidArgument, "code must be at least four decimal digits")

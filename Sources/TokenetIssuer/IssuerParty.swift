@@ -47,7 +47,7 @@ struct IssuerParty: Sendable {
             }
         }
         self.tsp = link
-        let decisions = IssuerDecisionsService(store: store, key: key, logger: logger, now: now)
+        let decisions = IssuerDecisionsService(store: store, key: key, tsp: link, logger: logger, now: now)
         self.decisions = decisions
         let cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger, now: now)
         self.cardCare = cardCare
@@ -56,7 +56,7 @@ struct IssuerParty: Sendable {
         self.tokenSync = tokenSync
         self.control = IssuerControlService(
             store: store, tsp: link, wallet: wallet, tokenSync: tokenSync, logger: logger, now: now)
-        self.otp = IssuerOtpService(store: store, logger: logger, now: now)
+        self.otp = IssuerOtpService(store: store, tsp: link, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
         let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
         self.enrolment = enrolment

@@ -34,11 +34,15 @@ extension IssuerStore {
     /// they are no card's earlier details. Card data taken before a renewal (a digitization left pending, a push
     /// session or receipt made before it) was declined for an expiry that "does not match", which blamed the
     /// cardholder's typing for the issuer's own renewal.
+    ///
+    /// The earlier expiry must match too: a number alone, which anyone who saw the old card holds, is no one's
+    /// earlier details.
     func renewedCard(
         describedBefore pan: PAN, expiry: CardExpiry?, current: StoredCard?
     ) throws(IssuerError) -> StoredCard? {
-        guard let current else { return try card(thatHad: pan) }
-        guard let expiry, expiry != current.expiry else { return nil }
+        guard let expiry else { return nil }
+        guard let current else { return try card(thatHad: pan, expiry: expiry) }
+        guard expiry != current.expiry else { return nil }
         let had = try storage("look up the earlier expiries of card \(current.id)") {
             for row in try database.query(
                 "SELECT pan_sealed, expiry FROM previous_numbers WHERE card_id = ? AND last4 = ?",
@@ -49,6 +53,22 @@ extension IssuerStore {
             return false
         }
         return had ? current : nil
+    }
+
+    /// The card that gave up `pan` in a renewal while its expiry was `expiry`, the latest to; nil when none did.
+    private func card(thatHad pan: PAN, expiry: CardExpiry) throws(IssuerError) -> StoredCard? {
+        let id = try storage("look up a card by its earlier details") { () -> String? in
+            let rows = try database.query(
+                "SELECT card_id, pan_sealed, expiry FROM previous_numbers WHERE last4 = ? ORDER BY rowid DESC",
+                [pan.last4])
+            for row in rows where (try? CardExpiry(parsing: try row.text(2))) == expiry {
+                let id = try row.text(0)
+                if try vault.openPAN(try row.blob(1), recordID: "card:\(id)") == pan { return id }
+            }
+            return nil
+        }
+        guard let id else { return nil }
+        return try card(id: id)
     }
 
     /// The id of the card, other than `besides`, that last gave up `pan` in a renewal.

@@ -2,6 +2,7 @@ import Synchronization
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 /// The issuer's side of its relationship with the TSP: registering, and the TSP's published card-data key
@@ -10,6 +11,8 @@ final class TSPLink: Sendable {
     let caller: (any RPCCaller)?
     private let request: @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     private let tspKey = Mutex<RSAPublicKey?>(nil)
+    /// The node id of the TSP the last successful registration reached (from its certificate).
+    private let registeredWith = Mutex<String?>(nil)
     /// Why the last registration attempt failed; nil before any did, and once one succeeded.
     private let lastFailure = Mutex<String?>(nil)
     /// Those waiting for a registration to succeed (`waitUntilRegistered`), by a number of their own; nil once one
@@ -52,6 +55,7 @@ final class TSPLink: Sendable {
             throw error
         }
         tspKey.withLock { $0 = key }
+        if let peer = caller.connectedPeer, peer.role == .tsp { registeredWith.withLock { $0 = peer.nodeID } }
         lastFailure.withLock { $0 = nil }
         let waiting = waiters.withLock { waiters in
             defer { waiters = nil }
@@ -59,6 +63,22 @@ final class TSPLink: Sendable {
         }
         for waiter in waiting { waiter.resume() }
         return key
+    }
+
+    /// Refuses a call from a TSP node other than this issuer's own: the one its link (`--tsp`) leads to now, or
+    /// else the one it last registered with. Any certificate of the deployment's CA with the tsp role passed the
+    /// method's role check, and such a node had the issuer text a cardholder a code of its choosing. Nothing is
+    /// refused before the issuer has reached its TSP in this run, nor without a link (no `--tsp`) or in plaintext,
+    /// where there is no TSP to compare with.
+    func requireOwnTSP(_ peer: PeerIdentity?) throws(RPCError) {
+        guard let peer, peer.role == .tsp, let caller else { return }
+        let own =
+            caller.connectedPeer.flatMap { $0.role == .tsp ? $0.nodeID : nil } ?? registeredWith.withLock { $0 }
+        guard let own, own != peer.nodeID else { return }
+        throw RPCError(
+            .permissionDenied,
+            "this issuer works with the TSP node \"\(own)\" (its --tsp), not \"\(peer.nodeID)\": only the TSP it "
+                + "registered with may ask it for decisions and codes")
     }
 
     /// Returns once a registration has succeeded in this run, or when the task is cancelled (the node stops).

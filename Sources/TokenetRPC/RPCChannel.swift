@@ -27,9 +27,19 @@ public protocol RPCCaller: Sendable {
         _ method: MethodDescriptor<Request, Response>,
         options: CallOptions
     ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>)
+
+    /// Who answers this caller's calls now, from the certificate of its current connection; nil when it has no
+    /// usable connection, in plaintext, and for callers that cannot tell.
+    var connectedPeer: PeerIdentity? { get }
 }
 
-extension RPCClient: RPCCaller {}
+extension RPCCaller {
+    public var connectedPeer: PeerIdentity? { nil }
+}
+
+extension RPCClient: RPCCaller {
+    public var connectedPeer: PeerIdentity? { isUsable ? peerIdentity : nil }
+}
 
 /// Calls to one peer over a shared connection that is opened on first use and reopened after it is lost.
 ///
@@ -152,6 +162,9 @@ public final class RPCChannel: RPCCaller {
         }
         await client?.close()
     }
+
+    /// Who the current connection leads to (`RPCCaller.connectedPeer`).
+    public var connectedPeer: PeerIdentity? { state.withLock { $0.client }?.connectedPeer }
 
     /// Number of failed connection attempts since the last success.
     public var consecutiveFailures: Int { state.withLock { $0.failures } }

@@ -56,7 +56,8 @@ extension TSPService {
             receipt: Self.randomIdentifier(), walletAccountID: request.walletAccountID, deviceID: deviceID,
             issuerID: eligible.issuer.id, scheme: eligible.scheme, panLast4: eligible.pan.last4, card: card,
             inputMethod: inputMethod, termsID: terms?.id,
-            expiresAtMs: nowMs + configuration.eligibilityReceiptTTL.milliseconds, usedByRequestID: nil)
+            expiresAtMs: nowMs + configuration.eligibilityReceiptTTL.milliseconds, usedByRequestID: nil,
+            walletNodeID: walletNodeID)
         try store.insertEligibilityReceipt(receipt, spending: instrument, nowMs: nowMs)
         log.info(
             "card eligible",

@@ -44,9 +44,12 @@ extension TSPStore {
                         "request_id \"\(request.requestID)\" was already used with another eligibility receipt; "
                             + "use a new request_id for a new digitization")
                 }
-                // Replaying a request needs the account it was made for, not just its two identifiers.
+                // Replaying a request needs the wallet node and account it was made for, not just its two
+                // identifiers: another node replaying them was answered with the first node's token.
                 let owner = try tx.queryOne(
-                    "SELECT wallet_account_id FROM eligibility_receipts WHERE receipt = ?", [try row.text(0)])
+                    "SELECT wallet_account_id, wallet_node_id FROM eligibility_receipts WHERE receipt = ?",
+                    [try row.text(0)])
+                if let owner { try EligibilityReceiptRecord.requireChecked(by: walletNodeID, owner: try owner.get(1)) }
                 guard try owner?.text(0) == request.walletAccountID else {
                     throw TSPError(.permissionDenied, "the eligibility receipt was issued to another wallet account")
                 }
@@ -61,7 +64,7 @@ extension TSPStore {
                 else { throw TSPError(.internal, "a pending digitization lost its token or receipt") }
                 return .pending(PendingDigitization(requestID: request.requestID, token: token, receipt: receipt))
             }
-            let receipt = try checkedReceipt(request, nowMs: nowMs, in: tx)
+            let receipt = try checkedReceipt(request, walletNodeID: walletNodeID, nowMs: nowMs, in: tx)
             let pan = try receipt.card.pan()
             let new = try makeToken(pan, receipt.scheme)
             let token = TokenRecord(
@@ -98,13 +101,14 @@ extension TSPStore {
         }
     }
 
-    private func checkedReceipt(_ request: TspV1.DigitizeRequest, nowMs: UInt64, in tx: Transaction) throws
-        -> EligibilityReceiptRecord
-    {
+    private func checkedReceipt(
+        _ request: TspV1.DigitizeRequest, walletNodeID: String?, nowMs: UInt64, in tx: Transaction
+    ) throws -> EligibilityReceiptRecord {
         guard let receipt = try eligibilityReceipt(request.eligibilityReceipt, in: tx) else {
             throw TSPError(
                 .notFound, "the eligibility receipt is unknown; check eligibility again to get a new receipt")
         }
+        try receipt.requireChecked(by: walletNodeID)
         guard receipt.walletAccountID == request.walletAccountID else {
             throw TSPError(.permissionDenied, "the eligibility receipt was issued to another wallet account")
         }

@@ -339,5 +339,10 @@ extension TSPStore {
         Migration(
             version: 24, name: "issuer_instance",
             sql: "ALTER TABLE issuers ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';"),
+        // The wallet node that checked each card's eligibility (the node id of its certificate): a receipt is spent
+        // by that node only, as a push session is. NULL for receipts made before, and in plaintext.
+        Migration(
+            version: 25, name: "eligibility_receipt_wallet_node",
+            sql: "ALTER TABLE eligibility_receipts ADD COLUMN wallet_node_id TEXT;"),
     ]
 }

@@ -18,6 +18,23 @@ struct EligibilityReceiptRecord: Sendable {
     var termsID: String?
     var expiresAtMs: UInt64
     var usedByRequestID: String?
+    /// The wallet node that checked the card's eligibility, the only one that may spend the receipt; nil in
+    /// plaintext, and for receipts stored before the TSP kept it (any wallet node spends those, as before).
+    var walletNodeID: String? = nil
+
+    /// Refuses a receipt another wallet node checked: every wallet node starts with the same account and device
+    /// names, so those alone did not keep one wallet's receipt from another.
+    func requireChecked(by walletNodeID: String?) throws {
+        try Self.requireChecked(by: walletNodeID, owner: self.walletNodeID)
+    }
+
+    /// `requireChecked(by:)` of a receipt whose wallet node is `owner`.
+    static func requireChecked(by walletNodeID: String?, owner: String?) throws {
+        guard let owner, owner != walletNodeID else { return }
+        throw TSPError(
+            .permissionDenied,
+            "the eligibility receipt was issued to another wallet node; check the card's eligibility from this wallet")
+    }
 }
 
 /// A token without its numbers, for answers and listings.
@@ -86,13 +103,13 @@ extension TSPStore {
         _ = try tx.execute(
             """
             INSERT INTO eligibility_receipts (receipt, wallet_account_id, device_id, issuer_id, scheme, pan_last4,
-                card_data, input_method, terms_id, created_at_ms, expires_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                card_data, input_method, terms_id, created_at_ms, expires_at_ms, wallet_node_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 record.receipt, record.walletAccountID, record.deviceID, record.issuerID, record.scheme.rawValue,
                 record.panLast4, sealed, Int(record.inputMethod.rawValue), record.termsID, Int64(nowMs),
-                Int64(record.expiresAtMs),
+                Int64(record.expiresAtMs), record.walletNodeID,
             ])
     }
 
@@ -101,7 +118,7 @@ extension TSPStore {
             let row = try tx.queryOne(
                 """
                 SELECT wallet_account_id, device_id, issuer_id, scheme, pan_last4, card_data, input_method, terms_id,
-                    expires_at_ms, used_by_request_id
+                    expires_at_ms, used_by_request_id, wallet_node_id
                 FROM eligibility_receipts WHERE receipt = ?
                 """, [receipt])
         else { return nil }
@@ -110,7 +127,7 @@ extension TSPStore {
             scheme: CardScheme(rawValue: try row.text(3)) ?? .other, panLast4: try row.text(4),
             card: try openCard(try row.get(5), rowID: "receipt:\(receipt)"),
             inputMethod: CardV1.InputMethod(rawValue: Int32(try row.int(6))), termsID: try row.get(7),
-            expiresAtMs: UInt64(try row.int64(8)), usedByRequestID: try row.get(9))
+            expiresAtMs: UInt64(try row.int64(8)), usedByRequestID: try row.get(9), walletNodeID: try row.get(10))
     }
 
     /// True when `pan` already has a live (active or suspended) token in this wallet account on this device.

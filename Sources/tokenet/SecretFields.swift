@@ -3,13 +3,16 @@ import TokenetNode
 import TokenetWire
 
 /// The fields whose values the decoders never print, whatever message holds them: a card's security code (`cvc`),
-/// a PIN (`pin`), a strong-authentication credential's secret (`secret`), and the bearer credentials a capture would
-/// let someone replay: an issuer app's activation code (`activation_code`) and access token (`access_token`). A card
-/// number is masked wherever it appears (`maskPAN`); these are masked by name, since a three-digit code or a PIN
-/// looks like any other value. Tools/protoc-gen-tokenet-swift lists the same names for the dissector.
+/// a PIN (`pin`), a strong-authentication credential's secret (`secret`), the bearer credentials a capture would
+/// let someone replay: an issuer app's activation code (`activation_code`) and access token (`access_token`), and
+/// the one-time and HOTP codes that finish a step-up or a login (`code`, `user_code`, `device_code`, `first_code`,
+/// `second_code`), which the nodes' logs hide too. A card number is masked wherever it appears (`maskPAN`); these are
+/// masked by name, since a three-digit code or a PIN looks like any other value, and only as text or bytes (a
+/// status's `code` is an enum). Tools/protoc-gen-tokenet-swift lists the same names for the dissector.
 enum SecretFields {
     static let names: Set<String> = [
-        "cvc", "pin", "secret", "activation_code", "activationCode", "access_token", "accessToken",
+        "cvc", "pin", "secret", "activation_code", "activationCode", "access_token", "accessToken", "code",
+        "user_code", "userCode", "device_code", "deviceCode", "first_code", "firstCode", "second_code", "secondCode",
     ]
 
     /// `json` (proto3 JSON of a `type`, as the decoders print it) with every card number masked and every secret
@@ -39,9 +42,13 @@ enum SecretFields {
             let fields = type?.protoFields ?? []
             return .object(
                 members.map { member in
-                    if names.contains(member.key), case .string = member.value { return (member.key, .string("***")) }
-                    guard let field = fields.first(where: { $0.jsonName == member.key || $0.name == member.key })
-                    else { return (member.key, masked(member.value, as: nil, reading)) }
+                    let field = fields.first(where: { $0.jsonName == member.key || $0.name == member.key })
+                    if names.contains(member.key), case .string = member.value,
+                        field.map({ ["string", "bytes"].contains($0.typeName) }) ?? true
+                    {
+                        return (member.key, .string("***"))
+                    }
+                    guard let field else { return (member.key, masked(member.value, as: nil, reading)) }
                     return (member.key, masked(member.value, field: field, reading))
                 })
         default:

@@ -27,9 +27,10 @@ extension CardCareTests {
         let (_, pan, expiry) = Cards.visaApprove
         _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, expiry: "12/32"))
 
+        // Nothing of the renewed card is told: whoever holds the earlier details learns only that it was renewed.
         let newExpiry =
-            "the card ending 0009 was renewed after these card details were taken: it now expires 12/32; add the "
-            + "card again with its new details"
+            "the card ending 0009 was renewed after these card details were taken (its expiry date changed); add the "
+            + "card again with the details of the renewed card"
         let old = try await authorize(decisions, pan, expiry)
         #expect(old.decision == .declined)
         #expect(old.reason == newExpiry)
@@ -45,8 +46,14 @@ extension CardCareTests {
         let oldNumber = try await authorize(decisions, pan, "12/32")
         #expect(
             oldNumber.reason
-                == "the card ending 0009 was renewed after these card details were taken: it now ends in 0017, "
-                + "expiring 12/32; add the card again with its new details")
+                == "the card ending 0009 was renewed after these card details were taken (it was replaced by a new "
+                + "card); add the card again with the details of the renewed card")
+        // The old number with an expiry it never had is no card's earlier details.
+        for wrong in ["11/28", "01/33"] {
+            let guessed = try await authorize(decisions, pan, wrong)
+            #expect(guessed.decision == .declined)
+            #expect(guessed.reason == "the issuer has no card ending 0009", "\(wrong)")
+        }
         #expect(try await authorize(decisions, "4761000010000017", "12/32").decision == .approved)
         #expect(!sink.lines.joined().contains(pan))
     }

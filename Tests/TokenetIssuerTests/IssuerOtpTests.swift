@@ -140,6 +140,45 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
         #expect(tsp.requests.withLock { $0.count } == 2)
     }
 
+    /// Only the issuer's own TSP (the node its link leads to) asks for codes and decisions: any certificate of the
+    /// CA with the tsp role passed the role check, and another such node had the issuer text a cardholder a code of
+    /// its choosing.
+    @Test func onlyTheIssuersOwnTSPMayAskForCodesAndDecisions() async throws {
+        var tspRouter = RPCRouter()
+        FakeTSPIdv().register(on: &tspRouter)
+        let ownTSP = Support.connect(tspRouter, as: .issuer, server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let party = try Support.party(tsp: ownTSP, sink: MemoryLogSink())
+        var router = Support.router(party)
+        party.otp.register(on: &router)
+        let refusal = "this issuer works with the TSP node \"tsp-1\" (its --tsp), not \"tsp-2\""
+        let otherOTP = IssuerV1.IssuerOtp.Client(Support.connect(router, as: .tsp, nodeID: "tsp-2"))
+        let otherDecisions = IssuerV1.IssuerDecisions.Client(Support.connect(router, as: .tsp, nodeID: "tsp-2"))
+        let refused = [
+            await Support.rpcError {
+                _ = try await otherOTP.sendOTP(
+                    IssuerV1.SendOtpRequest(digitalCardID: Self.token, type: .otpSms, code: "111111"))
+            },
+            await Support.rpcError {
+                _ = try await otherDecisions.authorizeDigitization(IssuerV1.AuthorizeDigitizationRequest())
+            },
+            await Support.rpcError {
+                _ = try await otherDecisions.checkCardEligibility(IssuerV1.CardEligibilityRequest())
+            },
+        ]
+        for error in refused {
+            #expect(error?.code == .permissionDenied)
+            #expect(error?.message.contains(refusal) == true, "\(String(describing: error))")
+        }
+        #expect(try party.store.outbox(digitalCardID: nil).isEmpty)
+        // The issuer's own TSP gets past the check, to the request's own answer (a token it knows no card for).
+        let ownOTP = IssuerV1.IssuerOtp.Client(Support.connect(router, as: .tsp, nodeID: "tsp-1"))
+        let answered = await Support.rpcError {
+            _ = try await ownOTP.sendOTP(
+                IssuerV1.SendOtpRequest(digitalCardID: "DNITHE-unknown", type: .otpSms, code: "111111"))
+        }
+        #expect(answered?.code == .notFound, "\(String(describing: answered))")
+    }
+
     @Test func onlyOperatorsAndTheTSPMayCall() async throws {
         var router = RPCRouter()
         party.otp.register(on: &router)

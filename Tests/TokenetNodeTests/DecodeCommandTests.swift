@@ -84,6 +84,24 @@ import TokenetWire
         #expect(result.stdout.contains(#""deviceId": "d-1""#), "\(result.stdout)")
     }
 
+    /// A one-time code finishes a step-up for whoever reads it while it lasts: hidden as the logs hide it. A
+    /// status's `code` is an enum, not a secret, and keeps its name.
+    @Test func aOneTimeCodeShowsAsAsterisksAndAStatusCodeByName() async throws {
+        let request = TspV1.SubmitOtpRequest(digitalCardID: "DNITHE1", code: "482913")
+        let result = try await runTokenet(
+            ["decode", "--type", "tokenet.tsp.v1.SubmitOtpRequest", "--hex"],
+            stdin: Self.hex(try request.serializedBytes()))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""code": "***""#), "\(result.stdout)")
+        #expect(!result.stdout.contains("482913"), "\(result.stdout)")
+        #expect(result.stdout.contains(#""digitalCardId": "DNITHE1""#), "\(result.stdout)")
+        let status = WireV1.Status(code: .notFound, message: "no such token")
+        let shown = try await runTokenet(
+            ["decode", "--type", "tokenet.wire.v1.Status", "--hex"], stdin: Self.hex(try status.serializedBytes()))
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains(#""code": "NOT_FOUND""#), "\(shown.stdout)")
+    }
+
     /// A card number whose groups a tab separates: the JSON writes the tab `\t`, whose `t` ended the run before
     /// the masking read the text behind the escape.
     @Test func aCardNumberSplitByTabsIsMasked() async throws {

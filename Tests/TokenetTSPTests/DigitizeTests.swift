@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetCard
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetTSP
@@ -336,6 +337,35 @@ import TokenetWire
         tsp.clock.advance(seconds: 10 * 60 + 1)
         await expectRPCError(.failedPrecondition, "expired") { try await tsp.digitize(eligibility) }
         #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.isEmpty)
+    }
+
+    /// An eligibility receipt is the wallet node's that checked the card: every wallet node starts with the same
+    /// account and device names, and another node spent the receipt (and replayed the first node's request id to
+    /// be answered with its token) by naming them.
+    @Test func aReceiptIsSpentOnlyByTheWalletNodeThatCheckedTheCard() async throws {
+        let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
+        let otherWallet = TspV1.Provisioning.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-2")))
+        let request = TspV1.DigitizeRequest(
+            requestID: "req-1", eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk)
+        var accepted = request
+        if case .termsAndConditions(let terms) = eligibility.terms {
+            accepted.acceptedTermsID = terms.id
+            accepted.termsAcceptedAtMs = tsp.clock.now.unixMilliseconds
+        }
+        await expectRPCError(.permissionDenied, "issued to another wallet node; check the card's eligibility") {
+            try await otherWallet.digitize(accepted)
+        }
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.isEmpty)
+        // The receipt stays for its own node, and a replay of that node's request from the other is refused too.
+        let made = try await tsp.digitize(eligibility, requestID: "req-1")
+        #expect(made.decision == .approved)
+        await expectRPCError(.permissionDenied, "issued to another wallet node") {
+            try await otherWallet.digitize(accepted)
+        }
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.map(\.walletNodeID) == ["wallet-1"])
     }
 
     @Test func unknownTokenHistoryIsNotFound() async throws {
