@@ -28,8 +28,8 @@ public struct DataVault: Sendable {
             try self.init(key: fresh)
             return
         }
-        let (bytes, mode) = try SecretFile.read(path)
-        if let problem = SecretFile.exposure(mode: mode, of: path, what: "the vault key file") {
+        let (bytes, _) = try SecretFile.read(path)
+        if let problem = SecretFile.exposure(of: path, what: "the vault key file") {
             throw CardError(.invalidKey, problem)
         }
         guard bytes.count == Self.keySize else {

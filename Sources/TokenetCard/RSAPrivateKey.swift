@@ -75,11 +75,7 @@ public final class RSAPrivateKey: Sendable, CustomStringConvertible {
     /// was sealed to it (every card's data, for the TSP's card keys) is refused with the command that fixes it, as
     /// the vault and access-token keys are.
     public convenience init(ownerOnlyFile path: String) throws(CardError) {
-        var info = stat()
-        if stat(path, &info) == 0, let problem = SecretFile.exposure(mode: info.st_mode, of: path, what: "the key file")
-        {
-            throw CardError(.invalidKey, problem)
-        }
+        if let problem = SecretFile.exposure(of: path, what: "the key file") { throw CardError(.invalidKey, problem) }
         try self.init(contentsOfFile: path)
     }
 

@@ -78,6 +78,16 @@ public enum SecretFile {
         return "\(what) \(path) \(exposure.phrase); run \(KeyFileMode.fix(path))"
     }
 
+    /// Why the secret file at `path` is refused, naming it as `what`: for its mode (`exposure(mode:of:what:)`), its
+    /// owner or its directory (`KeyFileMode.placement`); nil when only its owner can read or change it, and for a
+    /// file that cannot be looked at (reading it says why).
+    public static func exposure(of path: String, what: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        if let problem = exposure(mode: UInt32(info.st_mode), of: path, what: what) { return problem }
+        return KeyFileMode.placement(of: path, owner: UInt32(info.st_uid)).map { "\(what) \(path) \($0)" }
+    }
+
     static func read(_ path: String) throws(CardError) -> (bytes: [UInt8], mode: UInt32) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ioError("cannot open", path) }

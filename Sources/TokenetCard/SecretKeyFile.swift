@@ -5,8 +5,8 @@ public enum SecretKeyFile {
     public static func loadOrCreate(path: String, size: Int = 32) throws(CardError) -> [UInt8] {
         let fresh = try SecureRandom.bytes(size)
         if try SecretFile.createExclusive(fresh, at: path) { return fresh }
-        let (bytes, mode) = try SecretFile.read(path)
-        if let problem = SecretFile.exposure(mode: mode, of: path, what: "the key file") {
+        let (bytes, _) = try SecretFile.read(path)
+        if let problem = SecretFile.exposure(of: path, what: "the key file") {
             throw CardError(.invalidKey, problem)
         }
         guard bytes.count == size else {

@@ -31,6 +31,32 @@ public enum KeyFileMode {
         return Exposure(mode: bits, readable: exposed & 0o044 != 0)
     }
 
+    /// Why a secret file at `path` owned by `owner` is refused whatever its mode, as a phrase to follow its name,
+    /// or nil: another user owns it (not this process's user, nor root), who can read it or put their own key in its
+    /// place by changing its mode; or other users can change the directory that holds it (written by others, with
+    /// no sticky bit), where they can put their own file in its place.
+    public static func placement(of path: String, owner: UInt32) -> String? {
+        let me = UInt32(geteuid())
+        if owner != me, owner != 0 {
+            return "is owned by another user (uid \(owner)), who can read it or put their own key in its place "
+                + "whatever its mode; run chown \(me) \(shellQuoted(path)), or give a key file this user owns"
+        }
+        let directory = Self.directory(of: path)
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return nil }
+        let bits = UInt32(info.st_mode) & 0o7777
+        guard bits & 0o002 != 0, bits & 0o1000 == 0 else { return nil }
+        return "is in a directory other users can change (\(directory), mode \(String(bits & 0o777, radix: 8))), "
+            + "where they can put their own key in its place; run chmod o-w \(shellQuoted(directory))"
+    }
+
+    /// The directory that holds `path` ("." for a bare file name).
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let directory = String(path[..<slash])
+        return directory.isEmpty ? "/" : directory
+    }
+
     /// The command that fixes an exposed file, its path quoted when the shell would split it.
     public static func fix(_ path: String) -> String { "chmod 600 \(shellQuoted(path))" }
 

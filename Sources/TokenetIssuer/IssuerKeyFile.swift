@@ -9,8 +9,7 @@ enum IssuerKeyFile {
     static func loadOrCreate(directory: String) throws(IssuerError) -> RSAPrivateKey {
         let path = (directory as NSString).appendingPathComponent(fileName)
         if FileManager.default.fileExists(atPath: path) {
-            let mode = ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int) ?? 0
-            if let problem = SecretFile.exposure(mode: UInt32(mode), of: path, what: "the issuer key") {
+            if let problem = SecretFile.exposure(of: path, what: "the issuer key") {
                 throw IssuerError(.keys, problem, cause: ExposedKeyFile())
             }
             do {

@@ -106,7 +106,7 @@ public enum TLSFileCheck {
     /// it.
     static func exposedKey(_ status: stat, _ path: String) -> String? {
         guard let exposure = KeyFileMode.exposure(mode: status.st_mode, groupMayRead: status.st_uid == 0) else {
-            return nil
+            return KeyFileMode.placement(of: path, owner: UInt32(status.st_uid))
         }
         let why =
             exposure.readable

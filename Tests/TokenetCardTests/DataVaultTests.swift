@@ -88,6 +88,40 @@ import Testing
         #expect(try second.open(record) == Array("persisted".utf8))
     }
 
+    /// Whoever can change the directory that holds a key file, or owns the file, can put their own key in its place
+    /// whatever the file's mode: such a key was taken without a word (another user's card-data key was published as
+    /// the TSP's current one).
+    @Test func aKeyOthersCanReplaceIsRefused() throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("keys").path
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: false)
+        let path = keys + "/vault.key"
+        _ = try DataVault(keyFile: path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: keys)
+        #expect {
+            _ = try DataVault(keyFile: path)
+        } throws: { error in
+            guard let error = error as? CardError else { return false }
+            return error.code == .invalidKey
+                && error.message.contains("is in a directory other users can change (\(keys), mode 777)")
+                && error.message.contains("run chmod o-w \(keys)")
+        }
+        // The sticky bit (as /tmp has) keeps others from replacing a file they do not own.
+        try FileManager.default.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: keys)
+        #expect(throws: Never.self) { try DataVault(keyFile: path) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: keys)
+        #expect(throws: Never.self) { try DataVault(keyFile: path) }
+        // Owned by another user (only root can hand a file over to check this).
+        guard geteuid() == 0 else { return }
+        #expect(chown(path, 65534, 65534) == 0)
+        #expect {
+            _ = try DataVault(keyFile: path)
+        } throws: { error in
+            (error as? CardError)?.message.contains("is owned by another user (uid 65534)") == true
+        }
+    }
+
     @Test func badKeyFilesAreRefusedWithInstructions() throws {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -202,6 +202,20 @@ import TokenetWire
         #expect((groupReadable == nil) == (getuid() == 0), "\(groupReadable ?? "accepted")")
         #expect(chmod(key, 0o400) == 0)
         #expect(TLSFileCheck.problem(with: key, holding: .privateKey) == nil)
+        // In a directory any user can change, anyone can put their own key in its place, whatever the key's mode.
+        #expect(chmod(directory.url.path, 0o777) == 0)
+        let replaceable = TLSFileCheck.problem(with: key, holding: .privateKey) ?? "accepted"
+        #expect(
+            replaceable.hasPrefix("is in a directory other users can change (\(directory.url.path), mode 777)"),
+            "\(replaceable)")
+        #expect(chmod(directory.url.path, 0o700) == 0)
+        #expect(TLSFileCheck.problem(with: key, holding: .privateKey) == nil)
+        // Another user's key: they can read it or change it, whatever its mode (only root can hand it over).
+        if geteuid() == 0 {
+            #expect(chown(key, 65534, 65534) == 0)
+            let foreign = TLSFileCheck.problem(with: key, holding: .privateKey) ?? "accepted"
+            #expect(foreign.hasPrefix("is owned by another user (uid 65534)"), "\(foreign)")
+        }
     }
 
     /// A file of more than 1 MiB is no certificate or key: refused with its size, before OpenSSL reads it.
