@@ -21,6 +21,12 @@ extension IssuerError: RPCErrorConvertible {
                 "\(message): the issuer's disk is full; free space on the disk that holds its data directory, then "
                     + "try again",
                 cause: ServerFailure(self))
+        // A disk or directory that refuses writes is the operator's to mend, not a fault of the issuer's own.
+        case .storage where (cause as? StorageError)?.isUnwritableStorage == true:
+            RPCError(
+                .unavailable,
+                "\(message): \((cause as? StorageError)?.unwritableStorageAdvice(of: "the issuer") ?? "")",
+                cause: ServerFailure(self))
         // A damaged page fails the same way at every retry.
         case .storage where (cause as? StorageError)?.code == .corrupt:
             RPCError(

@@ -113,6 +113,19 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
 }
 
 extension StorageError {
+    /// Whether the data directory's disk or file system refused the work (an I/O error, a read-only file or mount,
+    /// a file that cannot be opened, no permission): its operator can mend that, where an INTERNAL status read as a
+    /// fault of the node's own.
+    public var isUnwritableStorage: Bool { [.io, .readOnly, .open, .permission].contains(code) }
+
+    /// What to do about an `isUnwritableStorage` failure of `party`'s node ("the wallet"), with SQLite's words.
+    public func unwritableStorageAdvice(of party: String) -> String {
+        "\(party) cannot write to its data directory (\(message)); check the disk that holds it, the directory's and "
+            + "its files' mode and owner (and lsattr), and whether it is mounted read-only, then try again"
+    }
+}
+
+extension StorageError {
     /// The error for a failed SQLite call on `connection`: the code from `resultCode`, the message from
     /// `sqlite3_errmsg` (prefixed by `context` when given) and the extended result code.
     static func sqlite(

@@ -29,6 +29,9 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case diskFull
         /// The TSP's database is damaged (SQLite found a malformed page): DATA_LOSS, since no retry gets past it.
         case dataLoss
+        /// The TSP's disk or data directory refused a write (an I/O error, a read-only file or mount): UNAVAILABLE
+        /// until its operator mends it. The transaction that failed was not committed.
+        case storageUnavailable
     }
 
     public var code: Code
@@ -62,11 +65,12 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case .internal: RPCError(.internal, message)
         case .diskFull: RPCError(.resourceExhausted, message)
         case .dataLoss: RPCError(.dataLoss, message)
+        case .storageUnavailable: RPCError(.unavailable, message)
         }
     }
 
     /// Whether the failure is the TSP's own (logged at error level), not a refusal of the caller's request.
-    var isFailure: Bool { code == .internal || code == .diskFull || code == .dataLoss }
+    var isFailure: Bool { [.internal, .diskFull, .dataLoss, .storageUnavailable].contains(code) }
 
     /// A storage or crypto failure inside the TSP, reported to the caller without its details.
     static func `internal`(_ what: String, _ error: any Error) -> TSPError {
@@ -76,6 +80,13 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
                 .diskFull,
                 "the token service could not save its work while \(what): its disk is full; free space on the disk "
                     + "that holds its data directory, then try again",
+                cause: Described(error))
+        }
+        if let storage = error as? StorageError, storage.isUnwritableStorage {
+            return TSPError(
+                .storageUnavailable,
+                "the token service could not save its work while \(what): "
+                    + storage.unwritableStorageAdvice(of: "the token service"),
                 cause: Described(error))
         }
         // "Try again later" sent people to retry a call that met a damaged page, which fails the same way each time.

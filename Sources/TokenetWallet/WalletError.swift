@@ -44,6 +44,12 @@ public struct WalletError: Error, Sendable, CustomStringConvertible {
                     + "try again",
                 cause: ServerFailure(self))
         }
+        // A disk or directory that refuses writes is the operator's to mend, not a fault of the wallet's own.
+        if code == .internal, let storage = cause as? StorageError, storage.isUnwritableStorage {
+            return RPCError(
+                .unavailable, "\(message): \(storage.unwritableStorageAdvice(of: "the wallet"))",
+                cause: ServerFailure(self))
+        }
         // A damaged page fails the same way at every retry.
         if code == .internal, let storage = cause as? StorageError, storage.code == .corrupt {
             return RPCError(

@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 /// `tokenet.wallet.v1.WalletLifecycle`: the person using the wallet suspends, resumes or deletes a digital card
@@ -75,11 +76,15 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
     static func notRecorded(_ error: WalletError, state: CardV1.TokenState) -> RPCError {
         let status = error.rpcError
         let name = state.protoValueName.map { $0.replacingOccurrences(of: "TOKEN_STATE_", with: "") } ?? "changed"
-        let why =
-            status.code == .resourceExhausted
-            ? "its disk is full; free space on the disk that holds its data directory" : error.message
+        let why: String
+        switch status.code {
+        case .resourceExhausted: why = "its disk is full; free space on the disk that holds its data directory"
+        case .unavailable:
+            why = (error.cause as? StorageError)?.unwritableStorageAdvice(of: "the wallet") ?? error.message
+        default: why = error.message
+        }
         return RPCError(
-            status.code == .resourceExhausted ? .resourceExhausted : .internal,
+            [.resourceExhausted, .unavailable].contains(status.code) ? status.code : .internal,
             "the TSP changed the token (it is \(name) now), but the wallet could not record it: \(why). The wallet "
                 + "takes the change from the TSP's notification once it can write again; do not repeat the command",
             cause: ServerFailure(error))

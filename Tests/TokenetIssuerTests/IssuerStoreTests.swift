@@ -408,8 +408,22 @@ import TokenetTestSupport
                 == "cannot record the renewal: the issuer's disk is full; free space on the disk that holds its data "
                 + "directory, then try again")
         #expect(status.cause is ServerFailure, "the node's log gets the cause")
-        let other = IssuerError(.storage, "cannot read the cards", cause: StorageError(.io, "disk I/O error"))
+        let other = IssuerError(.storage, "cannot read the cards", cause: StorageError(.constraint, "UNIQUE failed"))
         #expect(other.rpcError.code == .internal)
+    }
+
+    /// A data directory that refuses writes (an I/O error, a read-only file or mount) is the operator's to mend:
+    /// UNAVAILABLE with where to look, where INTERNAL read as a fault of the issuer's own.
+    @Test func anUnwritableDataDirectoryIsUnavailableWithWhereToLook() {
+        let error = IssuerError(.storage, "cannot record the renewal", cause: StorageError(.io, "disk I/O error"))
+        let status = error.rpcError
+        #expect(status.code == .unavailable)
+        #expect(
+            status.message
+                == "cannot record the renewal: the issuer cannot write to its data directory (disk I/O error); check "
+                + "the disk that holds it, the directory's and its files' mode and owner (and lsattr), and whether it "
+                + "is mounted read-only, then try again")
+        #expect(status.cause is ServerFailure, "the node's log gets the cause")
     }
 
     /// A damaged page fails the same way at every retry: DATA_LOSS with the file to restore, where it was INTERNAL

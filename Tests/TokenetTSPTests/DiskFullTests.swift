@@ -36,10 +36,32 @@ import TokenetTestSupport
     }
 
     @Test func anyOtherStorageFailureStaysInternal() {
-        let error = TSPError.internal("RenewCard", StorageError(.io, "disk I/O error"))
+        let error = TSPError.internal("RenewCard", StorageError(.constraint, "UNIQUE constraint failed"))
         #expect(error.code == .internal)
         #expect(error.rpcError.code == .internal)
         #expect(error.rpcError.message == "the token service failed while RenewCard; try again later")
+    }
+
+    /// A disk or data directory that refuses writes (an I/O error, a read-only file or mount) is its operator's to
+    /// mend: UNAVAILABLE with where to look. INTERNAL read as a fault of the TSP's own.
+    @Test func anUnwritableDataDirectoryIsUnavailableWithWhereToLook() throws {
+        let database = try Database.openInMemory()
+        try database.execute("CREATE TABLE t (x INTEGER)")
+        try database.execute("PRAGMA query_only = 1")
+        let refused = #expect(throws: StorageError.self) { try database.execute("INSERT INTO t VALUES (1)") }
+        let readOnly = try #require(refused)
+        #expect(readOnly.code == .readOnly, "\(readOnly)")
+        for storage in [readOnly, StorageError(.io, "disk I/O error")] {
+            let error = TSPError.internal("RenewCard", storage)
+            #expect(error.code == .storageUnavailable)
+            #expect(error.isFailure, "logged at error level, as an internal failure is")
+            #expect(error.rpcError.code == .unavailable)
+            #expect(
+                error.rpcError.message
+                    == "the token service could not save its work while RenewCard: the token service cannot write to "
+                    + "its data directory (\(storage.message)); check the disk that holds it, the directory's and its "
+                    + "files' mode and owner (and lsattr), and whether it is mounted read-only, then try again")
+        }
     }
 
     /// A damaged page fails the same way at every retry: DATA_LOSS with the file to restore, not "try again later".

@@ -389,6 +389,26 @@ import TokenetWire
                 + "TSP's notification once it can write again; do not repeat the command")
     }
 
+    /// A data directory that refuses writes (SQLite's "disk I/O error" of a file made immutable, a read-only mount)
+    /// was INTERNAL, "could not store the new card": UNAVAILABLE now, with where to look.
+    @Test func anUnwritableDataDirectoryIsUnavailableWithWhereToLook() throws {
+        let store = try WalletStore.inMemory()
+        try store.database.execute("PRAGMA query_only = 1")
+        let error = try #require(
+            #expect(throws: WalletError.self) {
+                try store.run("store the new card") { try store.database.execute("CREATE TABLE t (x INTEGER)") }
+            })
+        let status = error.rpcError
+        #expect(status.code == .unavailable)
+        #expect(
+            status.message.hasPrefix("the wallet could not store the new card: the wallet cannot write to its data "),
+            "\(status.message)")
+        #expect(status.message.contains("whether it is mounted read-only, then try again"), "\(status.message)")
+        let notRecorded = WalletLifecycleService.notRecorded(error, state: .suspended)
+        #expect(notRecorded.code == .unavailable)
+        #expect(notRecorded.message.contains("but the wallet could not record it: the wallet cannot write"))
+    }
+
     @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
         let store = try WalletStore.inMemory()
         try FullDisk.hold(store.database)
@@ -403,7 +423,8 @@ import TokenetWire
                 == "the wallet could not save the card: the wallet's disk is full; free space on the disk that holds "
                 + "its data directory, then try again")
         #expect(status.cause is ServerFailure, "the node's log gets the cause")
-        let other = WalletError(.internal, "the wallet could not read the cards", cause: StorageError(.io, "I/O"))
+        let other = WalletError(
+            .internal, "the wallet could not read the cards", cause: StorageError(.constraint, "UNIQUE"))
         #expect(other.rpcError.code == .internal)
     }
 }
