@@ -38,7 +38,10 @@ import TokenetWire
             request.acceptedTermsID = terms.id
             request.termsAcceptedAtMs = 1
         }
-        let start = try store.beginDigitization(request, nowMs: clock.now.unixMilliseconds, traceID: "t") { pan, _ in
+        // As the harness's wallet node, which checked the card's eligibility and alone may spend its receipt.
+        let start = try store.beginDigitization(
+            request, nowMs: clock.now.unixMilliseconds, traceID: "t", walletNodeID: "wallet-1"
+        ) { pan, _ in
             NewToken(
                 digitalCardID: DigitalCardID.generate(for: .visa)!,
                 tokenPAN: try TokenPANGenerator.sandbox().generate(for: pan),
