@@ -33,21 +33,36 @@ public enum KeyFileMode {
 
     /// Why a secret file at `path` owned by `owner` is refused whatever its mode, as a phrase to follow its name,
     /// or nil: another user owns it (not this process's user, nor root), who can read it or put their own key in its
-    /// place by changing its mode; or other users can change the directory that holds it (written by others, with
-    /// no sticky bit), where they can put their own file in its place.
+    /// place by changing its mode; or a directory above it (where a symbolic link leads, up to `/`) is another
+    /// user's, or its group or everyone may write it with no sticky bit: whoever can change a directory on the way
+    /// can rename it and put their own key in its place. sshd's StrictModes refuses such keys the same way.
     public static func placement(of path: String, owner: UInt32) -> String? {
         let me = UInt32(geteuid())
         if owner != me, owner != 0 {
             return "is owned by another user (uid \(owner)), who can read it or put their own key in its place "
-                + "whatever its mode; run chown \(me) \(shellQuoted(path)), or give a key file this user owns"
+                + "whatever its mode; copy it to a file this user owns (cp, then chmod 600) and give that"
         }
-        let directory = Self.directory(of: path)
-        var info = stat()
-        guard stat(directory, &info) == 0 else { return nil }
-        let bits = UInt32(info.st_mode) & 0o7777
-        guard bits & 0o002 != 0, bits & 0o1000 == 0 else { return nil }
-        return "is in a directory other users can change (\(directory), mode \(String(bits & 0o777, radix: 8))), "
-            + "where they can put their own key in its place; run chmod o-w \(shellQuoted(directory))"
+        guard let resolved = realpath(path, nil) else { return nil }
+        let real = String(cString: resolved)
+        free(resolved)
+        var directory = Self.directory(of: real)
+        while true {
+            var info = stat()
+            guard stat(directory, &info) == 0 else { return nil }
+            let bits = UInt32(info.st_mode) & 0o7777
+            let directoryOwner = UInt32(info.st_uid)
+            if directoryOwner != me, directoryOwner != 0 {
+                return "is in a directory another user owns (\(directory), uid \(directoryOwner)), who can put their "
+                    + "own key in its place; keep the key under directories that only this user or root own"
+            }
+            if bits & 0o022 != 0, bits & 0o1000 == 0 {
+                return
+                    "is in a directory other users can change (\(directory), mode \(String(bits & 0o777, radix: 8))), "
+                    + "where they can put their own key in its place; run chmod go-w \(shellQuoted(directory))"
+            }
+            guard directory != "/" else { return nil }
+            directory = Self.directory(of: directory)
+        }
     }
 
     /// The directory that holds `path` ("." for a bare file name).

@@ -10,13 +10,14 @@ enum IssuerEligibility {
     ) -> (Bool, String) {
         let last4 = String(card.accountNumber.suffix(4))
         if let renewed {
-            // Nothing of the renewed card: this answer reaches whoever presented the earlier details (any wallet,
-            // through the TSP), and its new number and expiry told someone holding an old card how to use the new.
-            let what = renewed.pan.last4 == last4 ? "its expiry date changed" : "it was replaced by a new card"
+            // Nothing of the renewed card, not even whether its number stayed: this answer reaches whoever presented
+            // the earlier details (any wallet, through the TSP), and its new number and expiry told someone holding
+            // an old card how to use the new.
+            _ = renewed
             return (
                 false,
-                "the card ending \(last4) was renewed after these card details were taken (\(what)); add the card "
-                    + "again with the details of the renewed card"
+                "the card ending \(last4) was renewed after these card details were taken; add the card again with "
+                    + "the details of the renewed card"
             )
         }
         guard let stored else { return (false, "the issuer has no card ending \(last4)") }

@@ -33,7 +33,11 @@ struct IssuerParty: Sendable {
     ) {
         self.store = store
         self.key = key
-        let link = TSPLink(caller: tsp, attemptTimeout: registrationTimeout) { () throws(IssuerError) in
+        let memory = TSPLink.RegisteredTSPMemory(
+            load: { () throws(IssuerError) in try store.registeredTSPNodeID() },
+            save: { (nodeID) throws(IssuerError) in try store.setRegisteredTSP(nodeID: nodeID) })
+        let link = TSPLink(caller: tsp, attemptTimeout: registrationTimeout, memory: memory) {
+            () throws(IssuerError) in
             guard let profile = try store.profile() else {
                 throw IssuerError(.fixture, "the issuer has no profile yet; start it once with --fixtures FILE")
             }

@@ -100,6 +100,7 @@ final class IssuerStore: Sendable {
         Migration(
             version: 21, name: "app-account-references",
             sql: "ALTER TABLE app_accounts ADD COLUMN reference_id TEXT NOT NULL DEFAULT '';"),
+        Migration(version: 22, name: "registered-tsp", sql: IssuerStore.registeredTSPSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -11,8 +11,10 @@ final class TSPLink: Sendable {
     let caller: (any RPCCaller)?
     private let request: @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     private let tspKey = Mutex<RSAPublicKey?>(nil)
-    /// The node id of the TSP the last successful registration reached (from its certificate).
-    private let registeredWith = Mutex<String?>(nil)
+    /// The node id of the TSP the last successful registration reached (from its certificate), in this run or,
+    /// through `memory`, an earlier one.
+    private let registeredWith: Mutex<String?>
+    private let memory: RegisteredTSPMemory?
     /// Why the last registration attempt failed; nil before any did, and once one succeeded.
     private let lastFailure = Mutex<String?>(nil)
     /// Those waiting for a registration to succeed (`waitUntilRegistered`), by a number of their own; nil once one
@@ -23,13 +25,22 @@ final class TSPLink: Sendable {
     /// the channel's own attempt limit.
     let attemptTimeout: Duration?
 
+    /// Where the TSP it registered with is kept across restarts (the issuer's store); nil keeps it in memory only.
+    struct RegisteredTSPMemory: Sendable {
+        let load: @Sendable () throws(IssuerError) -> String?
+        let save: @Sendable (String) throws(IssuerError) -> Void
+    }
+
     init(
-        caller: (any RPCCaller)?, attemptTimeout: Duration? = .seconds(5),
+        caller: (any RPCCaller)?, attemptTimeout: Duration? = .seconds(5), memory: RegisteredTSPMemory? = nil,
         request: @escaping @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     ) {
         self.caller = caller
         self.attemptTimeout = attemptTimeout
         self.request = request
+        self.memory = memory
+        // Unreadable, it is as if there were none: the next registration writes it again.
+        registeredWith = Mutex((try? memory?.load()) ?? nil)
     }
 
     /// The TSP key from the last successful registration.
@@ -55,7 +66,14 @@ final class TSPLink: Sendable {
             throw error
         }
         tspKey.withLock { $0 = key }
-        if let peer = caller.connectedPeer, peer.role == .tsp { registeredWith.withLock { $0 = peer.nodeID } }
+        if let peer = caller.connectedPeer, peer.role == .tsp {
+            let changed = registeredWith.withLock { registered in
+                defer { registered = peer.nodeID }
+                return registered != peer.nodeID
+            }
+            // A failed write leaves the memory of this run: the check still holds until the node stops.
+            if changed { try? memory?.save(peer.nodeID) }
+        }
         lastFailure.withLock { $0 = nil }
         let waiting = waiters.withLock { waiters in
             defer { waiters = nil }
@@ -66,10 +84,11 @@ final class TSPLink: Sendable {
     }
 
     /// Refuses a call from a TSP node other than this issuer's own: the one its link (`--tsp`) leads to now, or
-    /// else the one it last registered with. Any certificate of the deployment's CA with the tsp role passed the
-    /// method's role check, and such a node had the issuer text a cardholder a code of its choosing. Nothing is
-    /// refused before the issuer has reached its TSP in this run, nor without a link (no `--tsp`) or in plaintext,
-    /// where there is no TSP to compare with.
+    /// else the one it last registered with (kept across restarts). Any certificate of the deployment's CA with the
+    /// tsp role passed the method's role check, and such a node had the issuer text a cardholder a code of its
+    /// choosing. Nothing is refused before the issuer's first registration (it has decided no token then, so a
+    /// code has no card to go to), nor without a link (no `--tsp`) or in plaintext, where there is no TSP to
+    /// compare with.
     func requireOwnTSP(_ peer: PeerIdentity?) throws(RPCError) {
         guard let peer, peer.role == .tsp, let caller else { return }
         let own =
@@ -77,8 +96,8 @@ final class TSPLink: Sendable {
         guard let own, own != peer.nodeID else { return }
         throw RPCError(
             .permissionDenied,
-            "this issuer works with the TSP node \"\(own)\" (its --tsp), not \"\(peer.nodeID)\": only the TSP it "
-                + "registered with may ask it for decisions and codes")
+            "this issuer works with the TSP node \"\(own)\" (its --tsp), not \"\(peer.nodeID)\": only the TSP its "
+                + "--tsp leads to may ask it for decisions and codes")
     }
 
     /// Returns once a registration has succeeded in this run, or when the task is cancelled (the node stops).

@@ -118,10 +118,12 @@ extension StorageError {
     /// fault of the node's own.
     public var isUnwritableStorage: Bool { [.io, .readOnly, .open, .permission].contains(code) }
 
-    /// What to do about an `isUnwritableStorage` failure of `party`'s node ("the wallet"), with SQLite's words.
-    public func unwritableStorageAdvice(of party: String) -> String {
-        "\(party) cannot write to its data directory (\(message)); check the disk that holds it, the directory's and "
-            + "its files' mode and owner (and lsattr), and whether it is mounted read-only, then try again"
+    /// What to do about an `isUnwritableStorage` failure of `party`'s node ("the wallet"), with SQLite's words;
+    /// ending "then try again" unless `thenTryAgain` is false (for a change that must not be repeated).
+    public func unwritableStorageAdvice(of party: String, thenTryAgain: Bool = true) -> String {
+        "\(party) cannot use its data directory (\(message)); check the disk that holds it, the directory's and its "
+            + "files' mode and owner (and lsattr), and whether it is mounted read-only"
+            + (thenTryAgain ? ", then try again" : "")
     }
 }
 

@@ -85,8 +85,7 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         if let storage = error as? StorageError, storage.isUnwritableStorage {
             return TSPError(
                 .storageUnavailable,
-                "the token service could not save its work while \(what): "
-                    + storage.unwritableStorageAdvice(of: "the token service"),
+                "the token service failed while \(what): " + storage.unwritableStorageAdvice(of: "it"),
                 cause: Described(error))
         }
         // "Try again later" sent people to retry a call that met a damaged page, which fails the same way each time.

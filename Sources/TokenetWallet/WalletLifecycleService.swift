@@ -80,11 +80,14 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         switch status.code {
         case .resourceExhausted: why = "its disk is full; free space on the disk that holds its data directory"
         case .unavailable:
-            why = (error.cause as? StorageError)?.unwritableStorageAdvice(of: "the wallet") ?? error.message
+            why =
+                (error.cause as? StorageError)?.unwritableStorageAdvice(of: "the wallet", thenTryAgain: false)
+                ?? error.message
         default: why = error.message
         }
+        // Not UNAVAILABLE, which callers read as safe to repeat: the TSP has made the change.
         return RPCError(
-            [.resourceExhausted, .unavailable].contains(status.code) ? status.code : .internal,
+            status.code == .resourceExhausted ? .resourceExhausted : .internal,
             "the TSP changed the token (it is \(name) now), but the wallet could not record it: \(why). The wallet "
                 + "takes the change from the TSP's notification once it can write again; do not repeat the command",
             cause: ServerFailure(error))

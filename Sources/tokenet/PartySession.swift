@@ -45,8 +45,9 @@ enum PartySession {
         // The command's own words about the failure (issuer suspend-tokens) wrap the connection's error as its cause.
         let endedHere = error.connectionEndedHere || (error.cause as? RPCError)?.connectionEndedHere == true
         let node = party.map { "the \($0.rawValue)-node at \(address)" } ?? "the node at \(address)"
-        // A call that found the connection closed, as a node closes its connections when it stops, did nothing.
-        if error.code == .unavailable, error.callWasNeverSent, error.message.hasPrefix(RPCError.closedBeforeSent) {
+        // A call that found the connection closed, as a node closes its connections when it stops, did nothing. Only
+        // a clean close: one closed on a problem (a TLS port to a plaintext client, a keepalive unanswered) says why.
+        if error.code == .unavailable, error.callWasNeverSent, error.message == RPCError.closedBeforeSent {
             return "; nothing was sent to \(node), which closed the connection (as a node does when it stops): run "
                 + "the command again once the node is back"
         }

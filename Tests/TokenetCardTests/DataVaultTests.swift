@@ -105,15 +105,44 @@ import Testing
             guard let error = error as? CardError else { return false }
             return error.code == .invalidKey
                 && error.message.contains("is in a directory other users can change (\(keys), mode 777)")
-                && error.message.contains("run chmod o-w \(keys)")
+                && error.message.contains("run chmod go-w \(keys)")
         }
         // The sticky bit (as /tmp has) keeps others from replacing a file they do not own.
         try FileManager.default.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: keys)
         #expect(throws: Never.self) { try DataVault(keyFile: path) }
+        // A group that may write the directory can replace the key too.
+        try FileManager.default.setAttributes([.posixPermissions: 0o775], ofItemAtPath: keys)
+        #expect(throws: CardError.self) { try DataVault(keyFile: path) }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: keys)
         #expect(throws: Never.self) { try DataVault(keyFile: path) }
-        // Owned by another user (only root can hand a file over to check this).
+        // A directory further up counts as much: whoever can change it can rename the key's own directory.
+        let nested = keys + "/inner"
+        try FileManager.default.createDirectory(atPath: nested, withIntermediateDirectories: false)
+        let deeper = nested + "/vault.key"
+        _ = try DataVault(keyFile: deeper)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: keys)
+        #expect {
+            _ = try DataVault(keyFile: deeper)
+        } throws: { error in
+            (error as? CardError)?.message.contains("is in a directory other users can change (\(keys), mode 777)")
+                == true
+        }
+        // So does where a symbolic link leads.
+        let safe = directory.appendingPathComponent("safe").path
+        try FileManager.default.createDirectory(atPath: safe, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: safe + "/link.key", withDestinationPath: path)
+        #expect(throws: CardError.self) { try DataVault(keyFile: safe + "/link.key") }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: keys)
+        #expect(throws: Never.self) { try DataVault(keyFile: safe + "/link.key") }
+        // Owned by another user (only root can hand a file over to check this), or under another user's directory.
         guard geteuid() == 0 else { return }
+        #expect(chown(nested, 65534, 65534) == 0)
+        #expect {
+            _ = try DataVault(keyFile: deeper)
+        } throws: { error in
+            (error as? CardError)?.message.contains("is in a directory another user owns (\(nested), uid 65534)")
+                == true
+        }
         #expect(chown(path, 65534, 65534) == 0)
         #expect {
             _ = try DataVault(keyFile: path)

@@ -29,8 +29,8 @@ extension CardCareTests {
 
         // Nothing of the renewed card is told: whoever holds the earlier details learns only that it was renewed.
         let newExpiry =
-            "the card ending 0009 was renewed after these card details were taken (its expiry date changed); add the "
-            + "card again with the details of the renewed card"
+            "the card ending 0009 was renewed after these card details were taken; add the card again with the "
+            + "details of the renewed card"
         let old = try await authorize(decisions, pan, expiry)
         #expect(old.decision == .declined)
         #expect(old.reason == newExpiry)
@@ -46,8 +46,8 @@ extension CardCareTests {
         let oldNumber = try await authorize(decisions, pan, "12/32")
         #expect(
             oldNumber.reason
-                == "the card ending 0009 was renewed after these card details were taken (it was replaced by a new "
-                + "card); add the card again with the details of the renewed card")
+                == "the card ending 0009 was renewed after these card details were taken; add the card again with "
+                + "the details of the renewed card")
         // The old number with an expiry it never had is no card's earlier details.
         for wrong in ["11/28", "01/33"] {
             let guessed = try await authorize(decisions, pan, wrong)

@@ -179,6 +179,48 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
         #expect(answered?.code == .notFound, "\(String(describing: answered))")
     }
 
+    /// The TSP the issuer registered with is kept in its store: after a restart, with the link down (the TSP away),
+    /// another tsp-role node is still refused, where a memory of this run alone let any through.
+    @Test func theRegisteredTSPIsRememberedAcrossARestart() async throws {
+        let store = try Support.store()
+        let memory = TSPLink.RegisteredTSPMemory(
+            load: { () throws(IssuerError) in try store.registeredTSPNodeID() },
+            save: { (id) throws(IssuerError) in try store.setRegisteredTSP(nodeID: id) })
+        let tsp = FakeTSP(key: try Support.tspKey())
+        let first = TSPLink(
+            caller: Support.connect(tsp.router, as: .issuer, server: PeerIdentity(role: .tsp, nodeID: "tsp-1")),
+            attemptTimeout: nil, memory: memory
+        ) { TspV1.RegisterIssuerRequest(issuerID: "tokenet-bank") }
+        #expect(try store.registeredTSPNodeID() == nil)
+        // The link leads to tsp-1 already, registered or not.
+        #expect(throws: RPCError.self) { try first.requireOwnTSP(PeerIdentity(role: .tsp, nodeID: "tsp-2")) }
+        try await first.register()
+        #expect(try store.registeredTSPNodeID() == "tsp-1")
+
+        let away = Support.connect(tsp.router, as: .issuer, server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        await away.close()
+        let restarted = TSPLink(caller: away, attemptTimeout: nil, memory: memory) { TspV1.RegisterIssuerRequest() }
+        #expect {
+            try restarted.requireOwnTSP(PeerIdentity(role: .tsp, nodeID: "tsp-2"))
+        } throws: { error in
+            (error as? RPCError)?.code == .permissionDenied
+                && (error as? RPCError)?.message.contains("works with the TSP node \"tsp-1\"") == true
+        }
+        #expect(throws: Never.self) { try restarted.requireOwnTSP(PeerIdentity(role: .tsp, nodeID: "tsp-1")) }
+        // Other roles are the method's role check's to refuse, and plaintext has no identity to compare.
+        #expect(throws: Never.self) { try restarted.requireOwnTSP(PeerIdentity(role: .operator, nodeID: "op-1")) }
+        #expect(throws: Never.self) { try restarted.requireOwnTSP(nil) }
+        // An issuer that never registered, with its link down, has no TSP to compare with.
+        let fresh = try Support.store()
+        let never = TSPLink(
+            caller: away, attemptTimeout: nil,
+            memory: .init(
+                load: { () throws(IssuerError) in try fresh.registeredTSPNodeID() },
+                save: { (id) throws(IssuerError) in try fresh.setRegisteredTSP(nodeID: id) })
+        ) { TspV1.RegisterIssuerRequest() }
+        #expect(throws: Never.self) { try never.requireOwnTSP(PeerIdentity(role: .tsp, nodeID: "tsp-2")) }
+    }
+
     @Test func onlyOperatorsAndTheTSPMayCall() async throws {
         var router = RPCRouter()
         party.otp.register(on: &router)

@@ -420,9 +420,9 @@ import TokenetTestSupport
         #expect(status.code == .unavailable)
         #expect(
             status.message
-                == "cannot record the renewal: the issuer cannot write to its data directory (disk I/O error); check "
-                + "the disk that holds it, the directory's and its files' mode and owner (and lsattr), and whether it "
-                + "is mounted read-only, then try again")
+                == "cannot record the renewal: the issuer cannot use its data directory (disk I/O error); check the "
+                + "disk that holds it, the directory's and its files' mode and owner (and lsattr), and whether it is "
+                + "mounted read-only, then try again")
         #expect(status.cause is ServerFailure, "the node's log gets the cause")
     }
 

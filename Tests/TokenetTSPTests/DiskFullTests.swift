@@ -58,9 +58,9 @@ import TokenetTestSupport
             #expect(error.rpcError.code == .unavailable)
             #expect(
                 error.rpcError.message
-                    == "the token service could not save its work while RenewCard: the token service cannot write to "
-                    + "its data directory (\(storage.message)); check the disk that holds it, the directory's and its "
-                    + "files' mode and owner (and lsattr), and whether it is mounted read-only, then try again")
+                    == "the token service failed while RenewCard: it cannot use its data directory "
+                    + "(\(storage.message)); check the disk that holds it, the directory's and its files' mode and "
+                    + "owner (and lsattr), and whether it is mounted read-only, then try again")
         }
     }
 

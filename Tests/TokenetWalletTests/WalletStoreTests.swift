@@ -401,12 +401,15 @@ import TokenetWire
         let status = error.rpcError
         #expect(status.code == .unavailable)
         #expect(
-            status.message.hasPrefix("the wallet could not store the new card: the wallet cannot write to its data "),
+            status.message.hasPrefix("the wallet could not store the new card: the wallet cannot use its data "),
             "\(status.message)")
         #expect(status.message.contains("whether it is mounted read-only, then try again"), "\(status.message)")
+        // A change the TSP made is not to be repeated: neither UNAVAILABLE (read as safe to retry) nor "try again".
         let notRecorded = WalletLifecycleService.notRecorded(error, state: .suspended)
-        #expect(notRecorded.code == .unavailable)
-        #expect(notRecorded.message.contains("but the wallet could not record it: the wallet cannot write"))
+        #expect(notRecorded.code == .internal)
+        #expect(notRecorded.message.contains("but the wallet could not record it: the wallet cannot use its data"))
+        #expect(notRecorded.message.contains("do not repeat the command"))
+        #expect(!notRecorded.message.contains("try again"), "\(notRecorded.message)")
     }
 
     @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
