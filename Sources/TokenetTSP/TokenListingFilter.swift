@@ -29,7 +29,9 @@ struct TokenListingFilter: Equatable, Sendable {
         for (field, value) in [
             ("wallet_account_id", walletAccountID), ("issuer_id", issuerID), ("wallet_node_id", walletNodeID),
         ] where value.unicodeScalars.contains(where: { $0 == "\u{1E}" || $0 == "\u{1F}" }) {
-            throw TSPError(.invalidArgument, "\(field) holds U+001E or U+001F, which page tokens use to tell a listing's filters apart")
+            throw TSPError(
+                .invalidArgument,
+                "\(field) holds U+001E or U+001F, which page tokens use to tell a listing's filters apart")
         }
         switch request.state {
         case .unspecified: state = nil
