@@ -144,6 +144,15 @@ extension Logger {
         log(.warning, message, error: error, peer: peer, throttledBy: throttle, at: now)
     }
 
+    /// `info(_:error:peer:throttledBy:at:)` at error: for a failure of the node's own that every call meets while
+    /// it lasts (a data directory that refuses writes), which wrote one line per call.
+    public func error(
+        _ message: String, error: String, peer: String? = nil, throttledBy throttle: LogThrottle,
+        at now: ContinuousClock.Instant = .now
+    ) {
+        log(.error, message, error: error, peer: peer, throttledBy: throttle, at: now)
+    }
+
     func log(
         _ level: LogLevel, _ message: String, error: String, peer: String?, throttledBy throttle: LogThrottle,
         at now: ContinuousClock.Instant

@@ -12,6 +12,9 @@ final class TSPService: Sendable {
     /// Where each issuer is called: its decisions, and delivery of the one-time codes the TSP generates.
     let issuers: IssuerDirectory
     let logger: Logger
+    /// The "… failed" lines of the TSP's own failures, one throttle per call: a failure every call meets while it
+    /// lasts (a data directory that refuses writes) wrote a line per call, where the call log's lines are throttled.
+    let failureLogs = KeyedLogThrottles()
     let now: @Sendable () -> Date
     /// Where the TSP's components (CPS, MG, TNS) publish: the durable broker, or a recorder in tests.
     let notifications: any NotificationPublishing
@@ -60,7 +63,7 @@ final class TSPService: Sendable {
             return try await body(log)
         } catch let error as TSPError {
             if error.isFailure {
-                log.error("\(what) failed", ["error": error.description])
+                log.error("\(what) failed", error: error.description, throttledBy: failureLogs.throttle(what))
             } else {
                 // At debug only: the node's call log already has a refusal at info, as "call failed" with the
                 // method, the peer, the status and this message, so a line here too told every refusal twice.
@@ -77,7 +80,7 @@ final class TSPService: Sendable {
             throw RPCError(.cancelled, "\(what) was cancelled: its caller gave up")
         } catch {
             let wrapped = TSPError.internal(what, error)
-            log.error("\(what) failed", ["error": wrapped.description])
+            log.error("\(what) failed", error: wrapped.description, throttledBy: failureLogs.throttle(what))
             throw wrapped.rpcError
         }
     }

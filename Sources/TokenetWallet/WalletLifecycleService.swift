@@ -197,7 +197,13 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             guard card.result?.tokenState == .active else {
                 let state = (card.result?.tokenState.protoValueName ?? "?").replacingOccurrences(
                     of: "TOKEN_STATE_", with: "")
-                throw WalletError(.failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay")
+                // With the way to an ACTIVE card where there is one: an INACTIVE token waits for its step-up.
+                let next =
+                    state == "INACTIVE"
+                    ? " (finish its step-up first: tokenet wallet select-method, then submit-otp or the issuer app)"
+                    : ""
+                throw WalletError(
+                    .failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay\(next)")
             }
             // Taken first and fetched only when there was none: a look at the count before taking one let payments
             // at once on the card's last key each see it, and all but one then found none.

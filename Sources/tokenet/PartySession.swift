@@ -27,7 +27,9 @@ enum PartySession {
                 (response, traceID) = try await traced(session) { try await call(session, $0) }
             } catch var error as RPCError {
                 error.message = addressed(error.message, address)
-                if let wentAway = wentAwayNote(error, party: party, address: address) {
+                if let wentAway = wentAwayNote(
+                    error, party: party, address: address, greeted: session.client.peerGreeted)
+                {
                     error.message += wentAway
                 }
                 throw error
@@ -40,7 +42,10 @@ enum PartySession {
     /// What to make of a node that went away with the call sent (killed, or its machine gone): the bare
     /// "connection lost: read failed: …" named neither the node nor that the change may have been made, which it
     /// had been (a suspend, a delete, an activation). Nil for other failures and for messages that say already.
-    static func wentAwayNote(_ error: RPCError, party: PeerRole?, address: String) -> String? {
+    ///
+    /// `greeted`: whether the node's hello came. A node that sent none never took a call (the connection failed as
+    /// it was made, which the CLI says as "cannot connect"), so nothing "may have been done".
+    static func wentAwayNote(_ error: RPCError, party: PeerRole?, address: String, greeted: Bool = true) -> String? {
         // This command's own connection, not a link of the node's that it reported in the same words.
         // The command's own words about the failure (issuer suspend-tokens) wrap the connection's error as its cause.
         let endedHere = error.connectionEndedHere || (error.cause as? RPCError)?.connectionEndedHere == true
@@ -51,7 +56,11 @@ enum PartySession {
             return "; nothing was sent to \(node), which closed the connection (as a node does when it stops): run "
                 + "the command again once the node is back"
         }
-        guard error.code == .unavailable, endedHere, error.message.hasPrefix("connection lost"),
+        // A call the node refused as it began to stop (its goaway came first) was not processed.
+        if error.code == .unavailable, error.callWasNotProcessed {
+            return "; \(node) is stopping, so nothing was done: run the command again once the node is back"
+        }
+        guard error.code == .unavailable, endedHere, greeted, error.message.hasPrefix("connection lost"),
             !error.callWasNotProcessed, !error.callWasNeverSent
         else { return nil }
         // A command that says already what may have been done (issuer suspend-tokens) still names the node.

@@ -50,6 +50,8 @@ final class ScenarioNodes {
     private let fixture: String
     private(set) var running: [ScenarioParty: ChildProcess] = [:]
     private var launches: [ScenarioParty: Int] = [:]
+    /// The nodes (by pid) whose end `endedNotByAStep` has said.
+    private var announcedEnds: Set<Int32> = []
     /// Nodes a `pause` froze: they are resumed before they are stopped, or SIGTERM would wait for nothing.
     private var paused: Set<ScenarioParty> = []
 
@@ -181,6 +183,22 @@ final class ScenarioNodes {
             throw CLIError(.node, "\(process.name) had already stopped: it \(process.outcome)\n\(process.stderrTail())")
         }
         return process
+    }
+
+    /// Each node that ended since the last look, not by a step (killed from outside, crashed), said once with how it
+    /// ended and where its log is: the console said nothing until a call to it failed, and then not why.
+    func endedNotByAStep() -> [String] {
+        var lines: [String] = []
+        for party in ScenarioParty.allCases {
+            guard let process = running[party], !announcedEnds.contains(process.pid), process.hasExited else {
+                continue
+            }
+            announcedEnds.insert(process.pid)
+            lines.append(
+                "\(process.name) pid=\(process.pid) \(process.outcome), not by a step; its log: "
+                    + "\(process.stderrURL.path); a 'start \(party)' step starts it again")
+        }
+        return lines
     }
 
     /// A node that ended on its own while the scenario ran is a failure of the run, whatever the script expects.

@@ -126,6 +126,9 @@ extension UpCommand {
                     if let nodes = runner.nodes { parser.nodesRunning(nodes.up) }
                     try runner.interruption.check()
                 }
+                if let nodes = runner.nodes {
+                    for line in nodes.endedNotByAStep() { printOut(line) }
+                }
                 if ended && !announcedEnd {
                     announcedEnd = true
                     printOut("(end of input: the nodes keep running until SIGINT, SIGTERM or SIGHUP)")

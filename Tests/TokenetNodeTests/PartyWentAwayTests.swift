@@ -44,6 +44,30 @@ import TokenetWire
         #expect(result.stderr.contains("; the issuer-node at \(address) went away during the call"), "\(result.stderr)")
     }
 
+    /// A node that stops as the command connects (its goaway before the call, or its close before the call was
+    /// sent) is named, with what that means: nothing was done. It read "the node is shutting down (call not
+    /// processed)" or "the connection closed before the call was sent", naming no node.
+    @Test func aNodeThatStopsAsTheCommandConnectsIsNamedWithNothingDone() async throws {
+        var router = RPCRouter()
+        let reached = Mutex(false)
+        router.unary(WalletV1.WalletLifecycle.changeCardState) { (_, _) async throws in
+            reached.withLock { $0 = true }
+            return WalletV1.WalletChangeCardStateResponse()
+        }
+        let (result, address) = try await Self.run(router, as: "wallet", Accepted(), stoppingAtAccept: true) {
+            ["wallet", "suspend", $0, "card-1", "--reason", "USER_REQUEST"]
+        }
+        #expect(result.status == 64 + StatusCode.unavailable.rawValue || result.status == 1, "\(result.stderr)")
+        #expect(!reached.withLock { $0 })
+        if result.status != 1 {
+            let refused = "; the wallet-node at \(address) is stopping, so nothing was done: run the command again"
+            let closed = "; nothing was sent to the wallet-node at \(address), which closed the connection"
+            #expect(
+                result.stderr.contains(refused) || result.stderr.contains(closed), "\(result.stderr)")
+        }
+        #expect(!result.stderr.contains("may or may not have been done"), "\(result.stderr)")
+    }
+
     /// The connection the server accepted, for its handler to reset.
     final class Accepted: Sendable {
         let connection = Mutex<TLSConnection?>(nil)
@@ -57,8 +81,10 @@ import TokenetWire
 
     /// Runs `tokenet` (with the operator's certificate) against `router`, served over TLS with `role`'s certificate
     /// of the development PKI; the server's accepted connection goes to `accepted`.
+    /// With `stoppingAtAccept`, the server shuts down as it accepts the command's connection.
     private static func run(
-        _ router: RPCRouter, as role: String, _ accepted: Accepted, _ arguments: (String) -> [String]
+        _ router: RPCRouter, as role: String, _ accepted: Accepted, stoppingAtAccept: Bool = false,
+        _ arguments: (String) -> [String]
     ) async throws -> (ProcessResult, String) {
         let pki = DevelopmentPKI.shared
         let context = try TLSContext(
@@ -72,6 +98,7 @@ import TokenetWire
             for await connection in listener.connections {
                 accepted.connection.withLock { $0 = connection }
                 Task(executorPreference: loop) { await server.serve(connection) }
+                if stoppingAtAccept { server.shutdown() }
             }
         }
         let address = "127.0.0.1:\(listener.port)"

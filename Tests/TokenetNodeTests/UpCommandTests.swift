@@ -177,6 +177,9 @@ import TokenetTransport
         _ = try PythonClientInteropTests.waitFor(up, "the killed wallet-node to be reaped") {
             FileManager.default.fileExists(atPath: "/proc/\(walletPID)") ? nil : true
         }
+        // The console says so by itself, with how it ended and where its log is.
+        try waitFor("wallet-node pid=\(walletPID) was killed by signal 9, not by a step; its log: ", up)
+        #expect(text().contains("a 'start wallet' step starts it again"), "\(text().suffix(2000))")
         commands.write(Data("start wallet\necho after kill\n".utf8))
         try waitFor("   25  after kill", up)
         #expect(text().contains("   24  start wallet: ready wallet-node"), "\(text().suffix(2000))")
