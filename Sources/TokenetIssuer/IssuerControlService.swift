@@ -91,7 +91,7 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                     .failedPrecondition,
                     "issuer-node was started without --wallet, so it cannot push cards to the wallet backend")
             }
-            let response = try await forwarding("the wallet backend") {
+            let response = try await forwarding("the wallet backend", sayingWhose: true) {
                 let encrypted = try await encryptForTSP(card)
                 return try await WalletV1.WalletPush.Client(wallet).pushCardData(
                     WalletV1.PushCardDataRequest(
@@ -131,11 +131,20 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
 
     /// Passes a peer's status through unchanged (its message is meant for the operator) and turns anything else
     /// into UNAVAILABLE naming the peer.
-    private func forwarding<T>(_ peer: String, _ body: () async throws -> T) async throws -> T {
+    /// With `sayingWhose`, the peer's own answer is said as its: the wallet backend's, which names links of the
+    /// wallet's ("cannot connect to the tsp-node at … (--tsp)", the wallet's --tsp), read as this node's own, whose
+    /// --tsp is another address. The TSP's answers pass unchanged: it is this node's own peer.
+    private func forwarding<T>(
+        _ peer: String, sayingWhose: Bool = false, _ body: () async throws -> T
+    ) async throws -> T {
         do {
             return try await body()
         } catch let error as RPCError {
-            throw error
+            let thisSide =
+                error.connectionEndedHere || error.callWasNeverSent || error.callWasNotProcessed
+                || error.unexpectedPeer != nil || [.deadlineExceeded, .cancelled].contains(error.code)
+            guard sayingWhose, !thisSide else { throw error }
+            throw RPCError(error.code, "\(peer) answered: \(error.message)", details: error.details, cause: error)
         } catch {
             throw RPCError(.unavailable, "cannot reach \(peer): \(error)")
         }

@@ -185,6 +185,8 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
 final class FakeWallet: WalletV1.WalletPush.ServiceProtocol {
     let tspKey: RSAPrivateKey
     let pushed = Mutex<[(CardData, String)]>([])
+    /// When set, PushCardData fails with it.
+    let refusal = Mutex<RPCError?>(nil)
 
     init(tspKey: RSAPrivateKey) {
         self.tspKey = tspKey
@@ -193,6 +195,7 @@ final class FakeWallet: WalletV1.WalletPush.ServiceProtocol {
     func pushCardData(
         _ request: WalletV1.PushCardDataRequest, context: ServerContext
     ) async throws -> WalletV1.PushCardDataResponse {
+        if let refusal = refusal.withLock({ $0 }) { throw refusal }
         let card = try CardData(json: try JWE.decrypt(request.encryptedCardData?.jwe ?? "", with: tspKey))
         pushed.withLock { $0.append((card, request.walletAccountID)) }
         return WalletV1.PushCardDataResponse(pushSessionID: "push-session-1", expiresAtMs: 1_790_000_600_000)

@@ -115,6 +115,23 @@ import TokenetWire
         #expect(try party.store.database.query("SELECT * FROM pushes").isEmpty)
     }
 
+    /// The wallet backend's answer is said as its: it names the wallet's own links ("the tsp-node at … (--tsp)",
+    /// the wallet's --tsp), which read as the issuer's own.
+    @Test func theWalletBackendsRefusalIsSaidAsItsOwn() async throws {
+        wallet.refusal.withLock {
+            $0 = RPCError(
+                .unavailable,
+                "the TSP's CreatePushSession failed: cannot connect to the tsp-node at 127.0.0.1:1 (--tsp)")
+        }
+        let error = await Support.rpcError { _ = try await push(Cards.visaSession.0, .session) }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message
+                == "the wallet backend answered: the TSP's CreatePushSession failed: cannot connect to the tsp-node at "
+                + "127.0.0.1:1 (--tsp)")
+        #expect(try party.store.database.query("SELECT * FROM pushes").isEmpty)
+    }
+
     /// Every flow the issuer runs, then its log: no card number, not even masked to its last four.
     @Test func cardNumbersNeverReachTheLog() async throws {
         _ = try await control.listCards(IssuerV1.ListCardsRequest())
