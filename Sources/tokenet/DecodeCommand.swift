@@ -351,9 +351,9 @@ enum DecodeCommand {
         holds a security code cannot be told), and so do those of a stream that --method does not fit (another
         call's, such as the CLI's reflection lookups), with a note on standard error. A card number in any
         field shows masked to its last four digits, as in the nodes' logs, and a card's security code, a PIN,
-        a credential's secret, an app activation code, an access token and a one-time or HOTP code (text
-        fields cvc, pin, secret, activation_code, access_token, code, user_code, device_code, first_code and
-        second_code) show as "***", as does a text or bytes field whose content reads as
+        a credential's secret, an app activation code, an access token, a one-time or HOTP code and a push
+        receipt (text fields cvc, pin, secret, activation_code, access_token, code, user_code, device_code,
+        first_code, second_code and payload) show as "***", as does a text or bytes field whose content reads as
         a protobuf message (another type's fields). A message whose type only --method gives (no call_start
         confirms it) shows every text and bytes field as "***", since a message of another type may decode as
         one. A status detail of a type not known shows its length alone, and binary metadata shows as "***".

@@ -95,6 +95,16 @@ import TokenetWire
         #expect(result.stdout.contains(#""code": "***""#), "\(result.stdout)")
         #expect(!result.stdout.contains("482913"), "\(result.stdout)")
         #expect(result.stdout.contains(#""digitalCardId": "DNITHE1""#), "\(result.stdout)")
+        // A push receipt (text) is a bearer instrument too; the benchmark's bytes payload is not.
+        let receipt = TspV1.IssuerPushReceipt(scheme: .visa, payload: "pr1.c2VjcmV0LXJlY2VpcHQ")
+        let shownReceipt = try await runTokenet(
+            ["decode", "--type", "tokenet.tsp.v1.IssuerPushReceipt", "--hex"],
+            stdin: Self.hex(try receipt.serializedBytes()))
+        #expect(shownReceipt.stdout.contains(#""payload": "***""#), "\(shownReceipt.stdout)")
+        let echo = BenchV1.EchoRequest(payload: Data("plain".utf8))
+        let shownEcho = try await runTokenet(
+            ["decode", "--type", "tokenet.bench.v1.EchoRequest", "--hex"], stdin: Self.hex(try echo.serializedBytes()))
+        #expect(shownEcho.stdout.contains(#""payload": "cGxhaW4=""#), "\(shownEcho.stdout)")
         let status = WireV1.Status(code: .notFound, message: "no such token")
         let shown = try await runTokenet(
             ["decode", "--type", "tokenet.wire.v1.Status", "--hex"], stdin: Self.hex(try status.serializedBytes()))
