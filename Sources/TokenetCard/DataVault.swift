@@ -25,6 +25,10 @@ public struct DataVault: Sendable {
     public init(keyFile path: String) throws(CardError) {
         let fresh = try SecureRandom.bytes(Self.keySize)
         if try SecretFile.createExclusive(fresh, at: path) {
+            // Refused at the first start too, not only at the next: others could replace a key just made there.
+            if let problem = SecretFile.exposure(of: path, what: "the vault key file") {
+                throw CardError(.invalidKey, problem)
+            }
             try self.init(key: fresh)
             return
         }

@@ -4,7 +4,13 @@ public enum SecretKeyFile {
     /// The key in `path`, creating `size` random bytes there when the file does not exist.
     public static func loadOrCreate(path: String, size: Int = 32) throws(CardError) -> [UInt8] {
         let fresh = try SecureRandom.bytes(size)
-        if try SecretFile.createExclusive(fresh, at: path) { return fresh }
+        if try SecretFile.createExclusive(fresh, at: path) {
+            // Refused at the first start too, not only at the next: others could replace a key just made there.
+            if let problem = SecretFile.exposure(of: path, what: "the key file") {
+                throw CardError(.invalidKey, problem)
+            }
+            return fresh
+        }
         let (bytes, _) = try SecretFile.read(path)
         if let problem = SecretFile.exposure(of: path, what: "the key file") {
             throw CardError(.invalidKey, problem)

@@ -18,13 +18,18 @@ enum IssuerKeyFile {
                 throw IssuerError(.keys, "cannot load the issuer key \(path)", cause: error)
             }
         }
+        let key: RSAPrivateKey
         do {
-            let key = try RSAPrivateKey.generate()
+            key = try RSAPrivateKey.generate()
             try key.write(toFile: path)
-            return key
         } catch {
             throw IssuerError(.keys, "cannot create the issuer key \(path)", cause: error)
         }
+        // Refused at the first start too, not only at the next: others could replace a key just made there.
+        if let problem = SecretFile.exposure(of: path, what: "the issuer key") {
+            throw IssuerError(.keys, problem, cause: ExposedKeyFile())
+        }
+        return key
     }
 }
 

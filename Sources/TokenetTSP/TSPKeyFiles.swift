@@ -50,6 +50,8 @@ enum TSPKeyFiles {
         } else {
             current = try RSAPrivateKey.generate()
             try current.write(toFile: currentPath)
+            // Refused at the first start too, not only at the next: others could replace a key just made there.
+            _ = try RSAPrivateKey(ownerOnlyFile: currentPath)
         }
         let retired = try FileManager.default.contentsOfDirectory(atPath: directory)
             .filter { $0.hasPrefix("card-key-retired-") && $0.hasSuffix(".pem") }

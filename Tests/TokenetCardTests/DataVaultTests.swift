@@ -107,6 +107,9 @@ import Testing
                 && error.message.contains("is in a directory other users can change (\(keys), mode 777)")
                 && error.message.contains("run chmod go-w \(keys)")
         }
+        // A key made there is refused at once too, not only when it is read at the next start.
+        #expect(throws: CardError.self) { try DataVault(keyFile: keys + "/fresh.key") }
+        #expect(throws: CardError.self) { try SecretKeyFile.loadOrCreate(path: keys + "/fresh-secret.key") }
         // The sticky bit (as /tmp has) keeps others from replacing a file they do not own.
         try FileManager.default.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: keys)
         #expect(throws: Never.self) { try DataVault(keyFile: path) }
