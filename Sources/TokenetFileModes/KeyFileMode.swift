@@ -33,8 +33,8 @@ public enum KeyFileMode {
 
     /// Why a secret file at `path` owned by `owner` is refused whatever its mode, as a phrase to follow its name,
     /// or nil: another user owns it (not this process's user, nor root), who can read it or put their own key in its
-    /// place by changing its mode; or a directory above it (where a symbolic link leads, up to `/`) is another
-    /// user's, or its group or everyone may write it with no sticky bit: whoever can change a directory on the way
+    /// place by changing its mode; or a directory above it (above the path as given and above where a symbolic
+    /// link leads, up to `/`) is another user's, or its group or everyone may write it with no sticky bit: whoever can change a directory on the way
     /// can rename it and put their own key in its place. sshd's StrictModes refuses such keys the same way.
     public static func placement(of path: String, owner: UInt32) -> String? {
         let me = UInt32(geteuid())
@@ -45,10 +45,25 @@ public enum KeyFileMode {
         guard let resolved = realpath(path, nil) else { return nil }
         let real = String(cString: resolved)
         free(resolved)
-        var directory = Self.directory(of: real)
-        while true {
+        // The directories above the path as given, where a symbolic link sits (whoever can change them can replace
+        // the link), and those above where it leads.
+        var given = path
+        if !given.hasPrefix("/"), let cwd = getcwd(nil, 0) {
+            given = String(cString: cwd) + "/" + given
+            free(cwd)
+        }
+        var directories: [String] = []
+        for start in [given, real] {
+            var directory = Self.directory(of: start)
+            while true {
+                if !directories.contains(directory) { directories.append(directory) }
+                guard directory != "/" else { break }
+                directory = Self.directory(of: directory)
+            }
+        }
+        for directory in directories {
             var info = stat()
-            guard stat(directory, &info) == 0 else { return nil }
+            guard stat(directory, &info) == 0 else { continue }
             let bits = UInt32(info.st_mode) & 0o7777
             let directoryOwner = UInt32(info.st_uid)
             if directoryOwner != me, directoryOwner != 0 {
@@ -60,9 +75,8 @@ public enum KeyFileMode {
                     "is in a directory other users can change (\(directory), mode \(String(bits & 0o777, radix: 8))), "
                     + "where they can put their own key in its place; run chmod go-w \(shellQuoted(directory))"
             }
-            guard directory != "/" else { return nil }
-            directory = Self.directory(of: directory)
         }
+        return nil
     }
 
     /// The directory that holds `path` ("." for a bare file name).

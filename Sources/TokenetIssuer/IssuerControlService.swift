@@ -140,6 +140,14 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
         do {
             return try await body()
         } catch let error as RPCError {
+            // A peer that refused the call as it began to stop: said as the peer's, since the issuer answering the
+            // operator is running ("the node is shutting down" read as the issuer's own).
+            if error.callWasNotProcessed {
+                throw RPCError(
+                    .unavailable,
+                    "\(peer) is shutting down and did not take the push, so nothing was done: try again once it is back",
+                    cause: error)
+            }
             let thisSide =
                 error.connectionEndedHere || error.callWasNeverSent || error.callWasNotProcessed
                 || error.unexpectedPeer != nil || [.deadlineExceeded, .cancelled].contains(error.code)

@@ -126,7 +126,8 @@ final class ScenarioNodes {
         running[party] = process
         report("ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
         // Registration needs the TSP; an issuer started while the TSP is down registers once it is back.
-        if party == .issuer, running[.tsp] != nil { try waitForRegistration(process) }
+        // A TSP that ended not by a step (killed from outside) is down, as for `up`: nothing to register with.
+        if party == .issuer, up.contains(.tsp) { try waitForRegistration(process) }
     }
 
     /// The nodes running now: started, and not ended since (stopped, killed, or on their own).
@@ -233,12 +234,12 @@ final class ScenarioNodes {
                 throw CLIError(.node, "\(process.name) \(process.outcome) before registering with the TSP")
             }
             // The TSP it registers with ending meanwhile is said at once, by its name, with its last words: the
-            // wait ran to its end and blamed the issuer, pointing at a log the run had removed by then.
-            for other in running.values where other !== process && other.hasExited {
+            // wait ran to its end and blamed the issuer, pointing at a log the run had removed by then. The TSP
+            // only: a wallet that had ended before was blamed for a registration it has no part in.
+            if let tsp = running[.tsp], tsp !== process, tsp.hasExited {
                 throw CLIError(
                     .node,
-                    "\(other.name) \(other.outcome) while \(process.name) was registering with it\n\(other.stderrTail())"
-                )
+                    "\(tsp.name) \(tsp.outcome) while \(process.name) was registering with it\n\(tsp.stderrTail())")
             }
             guard Date() < deadline else {
                 throw CLIError(

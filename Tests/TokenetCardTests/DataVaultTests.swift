@@ -137,6 +137,17 @@ import Testing
         #expect(throws: CardError.self) { try DataVault(keyFile: safe + "/link.key") }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: keys)
         #expect(throws: Never.self) { try DataVault(keyFile: safe + "/link.key") }
+        // And where the link itself sits: whoever can change that directory can replace the link.
+        let open = directory.appendingPathComponent("open").path
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: open)
+        try FileManager.default.createSymbolicLink(atPath: open + "/link.key", withDestinationPath: path)
+        #expect {
+            _ = try DataVault(keyFile: open + "/link.key")
+        } throws: { error in
+            (error as? CardError)?.message.contains("is in a directory other users can change (\(open), mode 777)")
+                == true
+        }
         // Owned by another user (only root can hand a file over to check this), or under another user's directory.
         guard geteuid() == 0 else { return }
         #expect(chown(nested, 65534, 65534) == 0)

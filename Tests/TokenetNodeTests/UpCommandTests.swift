@@ -252,6 +252,19 @@ import TokenetTransport
             text().contains("error: line 41: save y: the call on line 39 was not made (see its error)"),
             "\(text().suffix(2000))")
 
+        // A wallet killed from outside has no part in the issuer's registration: an issuer started after it ended
+        // was refused as "wallet-node was killed … while issuer-node was registering with it".
+        let restarted = try #require(
+            text().firstMatch(of: /24  start wallet: ready wallet-node pid=(\d+)/), "\(text().suffix(2000))")
+        let secondWallet = try #require(pid_t(restarted.output.1))
+        #expect(kill(secondWallet, SIGKILL) == 0)
+        try waitFor("wallet-node pid=\(secondWallet) was killed by signal 9, not by a step", up)
+        commands.write(Data("stop issuer\nstart issuer\nstart wallet\necho issuer back\n".utf8))
+        try waitFor("   46  issuer back", up)
+        #expect(text().contains("   44  start issuer: ready issuer-node"), "\(text().suffix(2000))")
+        #expect(text().contains("   45  start wallet: ready wallet-node"), "\(text().suffix(2000))")
+        #expect(!text().contains("was registering with it"), "\(text().suffix(2000))")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]
@@ -278,8 +291,8 @@ import TokenetTransport
 
         up.send(SIGINT)
         #expect(up.waitUntilExit(killingAfter: 60).isCleanExit, "\(text())")
-        // The three nodes, and the wallet stopped before its database was damaged.
-        #expect(text().components(separatedBy: "exited with status 0").count - 1 == 4)
+        // The three nodes, the wallet stopped before its database was damaged, and the issuer stopped to start again.
+        #expect(text().components(separatedBy: "exited with status 0").count - 1 == 5, "\(text().suffix(3000))")
 
         // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up. This
         // time on every interface and on ports given, where the CLI finds them on loopback. The first session's
