@@ -34,8 +34,9 @@ public enum KeyFileMode {
     /// Why a secret file at `path` owned by `owner` is refused whatever its mode, as a phrase to follow its name,
     /// or nil: another user owns it (not this process's user, nor root), who can read it or put their own key in its
     /// place by changing its mode; or a directory above it (above the path as given and above where a symbolic
-    /// link leads, up to `/`) is another user's, or its group or everyone may write it with no sticky bit: whoever can change a directory on the way
-    /// can rename it and put their own key in its place. sshd's StrictModes refuses such keys the same way.
+    /// link leads, up to `/`) is another user's, or its group or everyone may write it with no sticky bit: whoever
+    /// can change a directory on the way can rename it and put their own key in its place. sshd's StrictModes
+    /// refuses such keys the same way.
     public static func placement(of path: String, owner: UInt32) -> String? {
         let me = UInt32(geteuid())
         if owner != me, owner != 0 {

@@ -135,8 +135,14 @@ import TokenetWire
     /// A wallet backend that refused the push as it began to stop is named, with nothing done: the bare "the node is
     /// shutting down (call not processed)" read as the issuer's own, which was running.
     @Test func aStoppingWalletBackendIsNamed() async throws {
+        // Every call refused as a stopping node refuses it (its goaway came first).
+        let walletStopping = UnreachableSwitch(
+            Support.connect(wallet.router, as: .issuer),
+            refusal: RPCError(.unavailable, "the node is shutting down (call not processed)", cause: CallNotProcessed())
+        )
+        walletStopping.set(unreachable: true)
         let stopping = try Support.party(
-            tsp: Support.connect(tsp.router, as: .issuer), wallet: StoppingPeer(), sink: sink)
+            tsp: Support.connect(tsp.router, as: .issuer), wallet: walletStopping, sink: sink)
         let client = IssuerV1.IssuerControl.Client(Support.connect(Support.router(stopping), as: .operator))
         let error = await Support.rpcError {
             _ = try await client.pushCard(
@@ -171,28 +177,4 @@ import TokenetWire
             #expect(!line.contains("************"), "a masked card number was logged: \(line)")
         }
     }
-}
-
-/// A peer whose every call is refused as a stopping node refuses it (its goaway came first).
-struct StoppingPeer: RPCCaller {
-    private var refusal: RPCError {
-        RPCError(.unavailable, "the node is shutting down (call not processed)", cause: CallNotProcessed())
-    }
-
-    func unary<Request, Response>(
-        _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-    ) async throws -> Response { throw refusal }
-
-    func serverStreaming<Request, Response>(
-        _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-    ) async throws -> ResponseStream<Response> { throw refusal }
-
-    func clientStreaming<Request, Response>(
-        _ method: MethodDescriptor<Request, Response>, options: CallOptions,
-        requests: @Sendable (RequestWriter<Request>) async throws -> Void
-    ) async throws -> Response { throw refusal }
-
-    func bidirectional<Request, Response>(
-        _ method: MethodDescriptor<Request, Response>, options: CallOptions
-    ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) { throw refusal }
 }

@@ -2,20 +2,28 @@ import Synchronization
 import TokenetRPC
 import TokenetWire
 
-/// A caller that passes calls on to `inner` until switched off, and then fails them as a TSP that cannot be reached
-/// does: UNAVAILABLE, with the cause that says the call never left (`RPCError.callWasNeverSent`).
+/// A caller that passes calls on to `inner` until switched off, and then fails them with `refusal`: by default as a
+/// TSP that cannot be reached does, UNAVAILABLE with the cause that says the call never left
+/// (`RPCError.callWasNeverSent`).
 final class UnreachableSwitch: RPCCaller {
     let inner: any RPCCaller
+    private let refusal: RPCError
     private let unreachable = Mutex(false)
 
-    init(_ inner: any RPCCaller) { self.inner = inner }
+    init(
+        _ inner: any RPCCaller,
+        refusal: RPCError = RPCError(
+            .unavailable, "cannot connect to the tsp-node", cause: NotConnected(reason: "connection refused"))
+    ) {
+        self.inner = inner
+        self.refusal = refusal
+    }
 
     func set(unreachable: Bool) { self.unreachable.withLock { $0 = unreachable } }
 
     private func check() throws {
         guard unreachable.withLock({ $0 }) else { return }
-        throw RPCError(
-            .unavailable, "cannot connect to the tsp-node", cause: NotConnected(reason: "connection refused"))
+        throw refusal
     }
 
     func unary<Request, Response>(
