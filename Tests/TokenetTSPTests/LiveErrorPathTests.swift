@@ -102,7 +102,11 @@ import TokenetWire
         }
         let otherKey = try RSAPrivateKey.generate().publicKey
         let foreign = CardV1.EncryptedCardData(jwe: try JWE.encrypt(TSPHarness.card(TSPHarness.visa), to: otherKey))
-        await expectRPCError(.invalidArgument, otherKey.kid) { try await cluster.check(.encryptedCardData(foreign)) }
+        // A node masks whatever looks like a card number in the messages it sends, and a random key id's digits
+        // now and then make 13 or more in a row that pass the Luhn check: the kid is looked for as the node shows it.
+        await expectRPCError(.invalidArgument, maskPAN(otherKey.kid)) {
+            try await cluster.check(.encryptedCardData(foreign))
+        }
     }
 
     @Test func eachIneligibleCardHasItsOwnReason() async throws {
