@@ -35,6 +35,13 @@ public enum SecretFile {
         return true
     }
 
+    /// Deletes the secret file at `path` for good: once this returns, a crash does not bring it back (its directory
+    /// is flushed). A file already gone is no error.
+    public static func remove(_ path: String) throws(CardError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw ioError("cannot delete", path) }
+        syncDirectory(of: path)
+    }
+
     /// `bytes` in a new 0600 file next to `path`, flushed; its path. Nothing is left behind when it fails.
     private static func writeTemporary(_ bytes: [UInt8], beside path: String) throws(CardError) -> String {
         removeLeftovers(of: path)

@@ -23,8 +23,11 @@ public final class TSPKeyring: Sendable {
 
     private let state: Mutex<State>
 
+    /// A retired key that is the current one, or one given twice, is kept once: a rotation interrupted after it
+    /// saved the current key as retired leaves such copies on disk.
     public init(current: RSAPrivateKey, retired: [RSAPrivateKey] = []) {
-        state = Mutex(State(current: current, retired: retired.filter { $0.kid != current.kid }))
+        var seen: Set<String> = [current.kid]
+        state = Mutex(State(current: current, retired: retired.filter { seen.insert($0.kid).inserted }))
     }
 
     /// A keyring with one newly generated 2048-bit key.

@@ -24,6 +24,9 @@ final class TSPLink: Sendable {
     /// Each registration attempt waits this long for the TSP (the channel reconnects within it); nil leaves it to
     /// the channel's own attempt limit.
     let attemptTimeout: Duration?
+    /// How long a push waits for the TSP's current key before it uses the one it has; nil leaves it to the call's
+    /// own deadline.
+    let keyQueryTimeout: Duration?
 
     /// Where the TSP it registered with is kept across restarts (the issuer's store); nil keeps it in memory only.
     struct RegisteredTSPMemory: Sendable {
@@ -32,11 +35,13 @@ final class TSPLink: Sendable {
     }
 
     init(
-        caller: (any RPCCaller)?, attemptTimeout: Duration? = .seconds(5), memory: RegisteredTSPMemory? = nil,
+        caller: (any RPCCaller)?, attemptTimeout: Duration? = .seconds(5), keyQueryTimeout: Duration? = .seconds(2),
+        memory: RegisteredTSPMemory? = nil,
         request: @escaping @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     ) {
         self.caller = caller
         self.attemptTimeout = attemptTimeout
+        self.keyQueryTimeout = keyQueryTimeout
         self.request = request
         self.memory = memory
         // Unreadable, it is as if there were none: the next registration writes it again.
@@ -147,9 +152,16 @@ final class TSPLink: Sendable {
                 + "how each attempt ends")
     }
 
-    /// The key to push with: the registered one, or a fresh registration when there is none yet.
+    /// The key to push with: the TSP's current key, asked for at each push (`Provisioning.GetEncryptionKeys`) so
+    /// that a key its operator rotated is used at once, before the one it retired is forgotten; the key kept from
+    /// the registration when the TSP does not answer that in `keyQueryTimeout` (the push goes through the wallet
+    /// backend, which may reach the TSP when this node cannot); a fresh registration when there is none yet.
     func keyForPushing() async throws -> RSAPublicKey {
-        if let key = currentKey { return key }
+        if let key = currentKey {
+            guard let latest = await publishedCurrentKey() else { return key }
+            tspKey.withLock { $0 = latest }
+            return latest
+        }
         do {
             return try await register()
         } catch let error as RPCError where error.code == .failedPrecondition {
@@ -159,6 +171,19 @@ final class TSPLink: Sendable {
             let reason = (error as? RPCError)?.message ?? "\(error)"
             throw RPCError(.unavailable, "the issuer is not registered with the TSP yet: \(reason)")
         }
+    }
+
+    /// The TSP's current card-data key as it publishes it now; nil when it cannot be had (no answer, an unusable
+    /// key, or one whose fingerprint is not the identifier it is published under).
+    private func publishedCurrentKey() async -> RSAPublicKey? {
+        guard let caller else { return nil }
+        let keys = try? await TspV1.Provisioning.Client(caller).getEncryptionKeys(
+            .init(), options: CallOptions(timeout: keyQueryTimeout)
+        ).keys
+        guard let current = keys?.first(where: \.current), let key = try? RSAPublicKey(pem: current.publicKeyPem),
+            key.kid == current.publicKeyIdentifier
+        else { return nil }
+        return key
     }
 
     /// Answers that say the TSP will not take this registration as it is, rather than that it cannot be reached.

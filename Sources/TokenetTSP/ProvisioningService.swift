@@ -11,10 +11,7 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
         -> TspV1.GetEncryptionKeysResponse
     {
         try await tsp.handling("GetEncryptionKeys", context) { _ in
-            let keys = try tsp.keyring.publishedKeys().map {
-                TspV1.EncryptionKey(publicKeyIdentifier: $0.kid, publicKeyPem: $0.pem, current: $0.isCurrent)
-            }
-            return TspV1.GetEncryptionKeysResponse(keys: keys)
+            TspV1.GetEncryptionKeysResponse(keys: try tsp.publishedKeys())
         }
     }
 

@@ -53,10 +53,8 @@ enum TSPKeyFiles {
             // Refused at the first start too, not only at the next: others could replace a key just made there.
             _ = try RSAPrivateKey(ownerOnlyFile: currentPath)
         }
-        let retired = try FileManager.default.contentsOfDirectory(atPath: directory)
-            .filter { $0.hasPrefix("card-key-retired-") && $0.hasSuffix(".pem") }
-            .sorted()
-            .map { name throws in try RSAPrivateKey(ownerOnlyFile: directory + "/" + name) }
+        let retired = try retiredFileNames(in: directory)
+            .map { name throws(CardError) in try RSAPrivateKey(ownerOnlyFile: directory + "/" + name) }
         return TSPKeyring(current: current, retired: retired)
     }
 

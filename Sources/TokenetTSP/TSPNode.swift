@@ -110,7 +110,8 @@ public enum TSPNode {
             var issuers = issuers
             issuers.logger = issuers.logger ?? logger
             service = TSPService(
-                store: store, keyring: keyring, configuration: configuration, issuers: issuers, logger: logger,
+                store: store, keyring: keyring, dataDirectory: dataDirectory, configuration: configuration,
+                issuers: issuers, logger: logger,
                 accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,
                 accessTokenVerifier: accessTokens)
             service.reportIssuerAddresses()

@@ -8,6 +8,11 @@ import TokenetWire
 final class TSPService: Sendable {
     let store: TSPStore
     let keyring: TSPKeyring
+    /// The data directory, whose `keys` an operator's key rotation writes (`TSPKeyFiles+Rotation`).
+    let dataDirectory: String
+    /// Rotations and forgettings of keys, one at a time: two at once could each save the same current key as
+    /// retired and then replace each other's new one.
+    let keyChanges = KeyedTurns<String>()
     let configuration: TSPConfiguration
     /// Where each issuer is called: its decisions, and delivery of the one-time codes the TSP generates.
     let issuers: IssuerDirectory
@@ -34,8 +39,8 @@ final class TSPService: Sendable {
     var accessTokens: any AccessTokenVerifier { authentication }
 
     init(
-        store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuers: IssuerDirectory,
-        logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date,
+        store: TSPStore, keyring: TSPKeyring, dataDirectory: String, configuration: TSPConfiguration,
+        issuers: IssuerDirectory, logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date,
         notifications: any NotificationPublishing, accessTokenVerifier: (any AccessTokenVerifier)? = nil
     ) {
         let authentication = TSPAuthentication(
@@ -44,6 +49,7 @@ final class TSPService: Sendable {
         self.accessTokenVerifier = accessTokenVerifier ?? authentication
         self.store = store
         self.keyring = keyring
+        self.dataDirectory = dataDirectory
         self.configuration = configuration
         self.issuers = issuers
         self.logger = logger

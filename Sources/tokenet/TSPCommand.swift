@@ -7,9 +7,10 @@ enum TSPCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "tsp",
         summary:
-            "List a tsp-node's tokens, show one token's audit trail, change tokens, simulate payments, encrypt a card.",
-        help: help + "\n" + lifecycleHelp + "\n\n" + encryptCardHelp,
-        actions: [tokens, history] + lifecycleActions + [encryptCard])
+            "List a tsp-node's tokens, show one token's audit trail, change tokens, simulate payments, encrypt a card, "
+            + "rotate its card-data key.",
+        help: help + "\n" + lifecycleHelp + "\n\n" + encryptCardHelp + "\n\n" + keysHelp,
+        actions: [tokens, history] + lifecycleActions + [encryptCard] + keyActions)
 
     static let help = """
         Usage: tokenet tsp tokens ADDR [--wallet-account ID] [--issuer ID] [--wallet-node ID] [--state STATE]

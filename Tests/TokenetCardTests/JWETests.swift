@@ -318,9 +318,11 @@ import Testing
         #expect(keyring.retiredKids == [Fixtures.key.kid])
     }
 
-    @Test func rotatingToTheCurrentKeyChangesNothing() {
-        let keyring = TSPKeyring(current: Fixtures.key, retired: [Fixtures.otherKey, Fixtures.key])
+    @Test func rotatingToTheCurrentKeyChangesNothing() throws {
+        // A retired copy of the current key, and a key retired twice, as an interrupted rotation leaves on disk.
+        let keyring = TSPKeyring(current: Fixtures.key, retired: [Fixtures.otherKey, Fixtures.key, Fixtures.otherKey])
         #expect(keyring.retiredKids == [Fixtures.otherKey.kid])
+        #expect(try keyring.publishedKeys().map(\.kid) == [Fixtures.key.kid, Fixtures.otherKey.kid])
         keyring.rotate(to: Fixtures.key)
         #expect(keyring.currentKid == Fixtures.key.kid)
         keyring.rotate(to: Fixtures.otherKey)

@@ -40,6 +40,45 @@ final class Switch: Sendable {
         }
     }
 
+    /// A push encrypts to the key the TSP publishes as current now (its operator may have rotated it since the
+    /// registration); a TSP that does not answer that, or publishes a key whose fingerprint is not its identifier,
+    /// leaves the registered key in use.
+    @Test func aPushFollowsTheTSPsRotatedKey() async throws {
+        let registered = try Support.tspKey()
+        let rotated = try RSAPrivateKey.generate()
+        func link(publishing published: [TspV1.EncryptionKey]?) throws -> TSPLink {
+            var router = RPCRouter()
+            router.unary(TspV1.Issuers.registerIssuer) { (_, _) async throws -> TspV1.RegisterIssuerResponse in
+                TspV1.RegisterIssuerResponse(
+                    tspPublicKeyIdentifier: registered.kid, tspPublicKeyPem: try registered.publicKey.pem())
+            }
+            if let published {
+                router.unary(TspV1.Provisioning.getEncryptionKeys) { _, _ in
+                    TspV1.GetEncryptionKeysResponse(keys: published)
+                }
+            }
+            // No time limits: on a loaded machine the in-memory calls have taken longer than the node's 2 s.
+            return TSPLink(caller: Support.connect(router, as: .issuer), attemptTimeout: nil, keyQueryTimeout: nil) {
+                TspV1.RegisterIssuerRequest()
+            }
+        }
+        let keys = [
+            TspV1.EncryptionKey(
+                publicKeyIdentifier: rotated.kid, publicKeyPem: try rotated.publicKey.pem(), current: true),
+            TspV1.EncryptionKey(
+                publicKeyIdentifier: registered.kid, publicKeyPem: try registered.publicKey.pem(), current: false),
+        ]
+        let following = try link(publishing: keys)
+        try await following.register()
+        #expect(try await following.keyForPushing().kid == rotated.kid)
+        #expect(following.currentKey?.kid == rotated.kid)
+        for published in [nil, [keys[0].with(identifier: registered.kid)]] {
+            let staying = try link(publishing: published)
+            try await staying.register()
+            #expect(try await staying.keyForPushing().kid == registered.kid)
+        }
+    }
+
     /// A channel to `tsp` whose connections are refused until `up` is set.
     static func channel(to tsp: FakeTSP, up: Switch) -> RPCChannel {
         let server = RPCServer(router: tsp.router)
@@ -161,5 +200,14 @@ final class Switch: Sendable {
         stopped.cancel()
         await stopped.value
         #expect(unregistered.tsp.currentKey == nil)
+    }
+}
+
+extension TspV1.EncryptionKey {
+    /// The key published under another identifier than its fingerprint.
+    fileprivate func with(identifier: String) -> TspV1.EncryptionKey {
+        var key = self
+        key.publicKeyIdentifier = identifier
+        return key
     }
 }

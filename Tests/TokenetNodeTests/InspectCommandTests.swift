@@ -82,6 +82,62 @@ import TokenetWire
         #expect(wrong.status == 2 && wrong.stderr.contains("the expiry month 13 is not a month"), "\(wrong.stderr)")
     }
 
+    /// `tsp keys`, `rotate-key` and `forget-key` against a running TSP: card data encrypted before a rotation is
+    /// read until its key is forgotten, then refused with the key it names; `encrypt-card` follows the new key.
+    @Test func theOperatorRotatesAndForgetsTheCardDataKey() async throws {
+        func keyLines() async throws -> [String] {
+            let listed = try await runTokenet(["tsp", "keys", address] + tls)
+            #expect(listed.status == 0, "\(listed.stderr)")
+            return listed.stdout.split(separator: "\n").map(String.init)
+        }
+        func encryptCard() async throws -> CardV1.EncryptedCardData {
+            let encrypted = try await runTokenet(
+                ["tsp", "encrypt-card", address, "--pan", "-", "--exp", "12/29"] + tls, stdin: "4761000010000009\n")
+            #expect(encrypted.status == 0, "\(encrypted.stderr)")
+            return try CardV1.EncryptedCardData(jsonString: encrypted.stdout)
+        }
+        func check(_ card: CardV1.EncryptedCardData) async throws -> ProcessResult {
+            var request = TspV1.CheckEligibilityRequest(
+                requestID: UUID().uuidString, walletAccountID: "acct-1", device: CardV1.DeviceInfo(deviceID: "dev-1"))
+            request.instrument = .encryptedCardData(card)
+            let walletTLS = [
+                "--cacert", pki.path("ca.pem"), "--cert", pki.path("wallet.pem"), "--key", pki.path("wallet.key"),
+            ]
+            return try await runTokenet(
+                ["call", address, "tokenet.tsp.v1.Provisioning/CheckEligibility", "-d", try request.jsonString()]
+                    + walletTLS)
+        }
+        let first = try await keyLines()
+        #expect(first.count == 1 && first[0].hasPrefix("current  "), "\(first)")
+        let firstKid = String(first[0].dropFirst("current  ".count))
+        let before = try await encryptCard()
+        #expect(before.publicKeyIdentifier == firstKid)
+
+        let rotated = try await runTokenet(["tsp", "rotate-key", address] + tls)
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let second = try await keyLines()
+        #expect(second.count == 2 && second[1] == "retired  " + firstKid, "\(second)")
+        let secondKid = String(second[0].dropFirst("current  ".count))
+        #expect(rotated.stdout.hasPrefix("rotated: the current key is now \(secondKid); \(firstKid) is retired"))
+        #expect(rotated.stdout.contains("tokenet tsp forget-key \(address) \(firstKid)"), "\(rotated.stdout)")
+        #expect(try await encryptCard().publicKeyIdentifier == secondKid)
+        #expect(try await check(before).status == 0)
+
+        let forgotten = try await runTokenet(["tsp", "forget-key", address, firstKid] + tls)
+        #expect(forgotten.status == 0, "\(forgotten.stderr)")
+        #expect(forgotten.stdout.hasPrefix("forgotten: card data encrypted to \(firstKid) is refused from now on"))
+        #expect(try await keyLines() == ["current  " + secondKid])
+        let refused = try await check(before)
+        #expect(refused.status == 64 + 3, "\(refused.stderr)")
+        #expect(refused.stderr.contains("INVALID_ARGUMENT") && refused.stderr.contains("no decryption key has kid"))
+
+        let current = try await runTokenet(["tsp", "forget-key", address, secondKid] + tls)
+        #expect(
+            current.status == 64 + 9 && current.stderr.contains("is the current card-data key"), "\(current.stderr)")
+        let missing = try await runTokenet(["tsp", "forget-key", address] + tls)
+        #expect(missing.status == 2 && missing.stderr.contains("missing KID"), "\(missing.stderr)")
+    }
+
     @Test func listShowsTheServedServices() async throws {
         let result = try await runTokenet(["list", address] + tls)
         #expect(result.status == 0, "\(result.stderr)")

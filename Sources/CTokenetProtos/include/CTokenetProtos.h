@@ -24,10 +24,10 @@
 #include "tokenet/issuer/v1/otp.pb-c.h"
 #include "tokenet/reflection/v1/reflection.pb-c.h"
 #include "tokenet/testing/v1/all_types.pb-c.h"
+#include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/tsp/v1/control.pb-c.h"
 #include "tokenet/tsp/v1/idv.pb-c.h"
 #include "tokenet/tsp/v1/issuers.pb-c.h"
-#include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/wallet/v1/idv.pb-c.h"
 #include "tokenet/wallet/v1/lifecycle.pb-c.h"
 #include "tokenet/wallet/v1/listener.pb-c.h"
@@ -364,6 +364,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__encryption_key(void) {
     return &tokenet__tsp__v1__encryption_key__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__forget_encryption_key_request(void) {
+    return &tokenet__tsp__v1__forget_encryption_key_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__forget_encryption_key_response(void) {
+    return &tokenet__tsp__v1__forget_encryption_key_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__funding_card(void) {
     return &tokenet__tsp__v1__funding_card__descriptor;
 }
@@ -495,6 +501,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resync_response(void) {
     return &tokenet__tsp__v1__resync_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__rotate_encryption_key_request(void) {
+    return &tokenet__tsp__v1__rotate_encryption_key_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__rotate_encryption_key_response(void) {
+    return &tokenet__tsp__v1__rotate_encryption_key_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__select_idv_method_request(void) {
     return &tokenet__tsp__v1__select_idv_method_request__descriptor;

@@ -7,6 +7,186 @@
 #endif
 
 #include "tokenet/tsp/v1/control.pb-c.h"
+void   tokenet__tsp__v1__rotate_encryption_key_request__init
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyRequest         *message)
+{
+  static const Tokenet__Tsp__V1__RotateEncryptionKeyRequest init_value = TOKENET__TSP__V1__ROTATE_ENCRYPTION_KEY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__rotate_encryption_key_request__get_packed_size
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__rotate_encryption_key_request__pack
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__rotate_encryption_key_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__RotateEncryptionKeyRequest *
+       tokenet__tsp__v1__rotate_encryption_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__RotateEncryptionKeyRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__rotate_encryption_key_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__rotate_encryption_key_request__free_unpacked
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__rotate_encryption_key_response__init
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyResponse         *message)
+{
+  static const Tokenet__Tsp__V1__RotateEncryptionKeyResponse init_value = TOKENET__TSP__V1__ROTATE_ENCRYPTION_KEY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__rotate_encryption_key_response__get_packed_size
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__rotate_encryption_key_response__pack
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__rotate_encryption_key_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__RotateEncryptionKeyResponse *
+       tokenet__tsp__v1__rotate_encryption_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__RotateEncryptionKeyResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__rotate_encryption_key_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__rotate_encryption_key_response__free_unpacked
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__rotate_encryption_key_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__forget_encryption_key_request__init
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyRequest         *message)
+{
+  static const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest init_value = TOKENET__TSP__V1__FORGET_ENCRYPTION_KEY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__forget_encryption_key_request__get_packed_size
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__forget_encryption_key_request__pack
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__forget_encryption_key_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *
+       tokenet__tsp__v1__forget_encryption_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__forget_encryption_key_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__forget_encryption_key_request__free_unpacked
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__forget_encryption_key_response__init
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyResponse         *message)
+{
+  static const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse init_value = TOKENET__TSP__V1__FORGET_ENCRYPTION_KEY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__forget_encryption_key_response__get_packed_size
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__forget_encryption_key_response__pack
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__forget_encryption_key_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *
+       tokenet__tsp__v1__forget_encryption_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__forget_encryption_key_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__forget_encryption_key_response__free_unpacked
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__forget_encryption_key_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__tsp__v1__list_tokens_request__init
                      (Tokenet__Tsp__V1__ListTokensRequest         *message)
 {
@@ -277,6 +457,151 @@ void   tokenet__tsp__v1__token_history_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__token_history_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+#define tokenet__tsp__v1__rotate_encryption_key_request__field_descriptors NULL
+#define tokenet__tsp__v1__rotate_encryption_key_request__field_indices_by_name NULL
+#define tokenet__tsp__v1__rotate_encryption_key_request__number_ranges NULL
+const ProtobufCMessageDescriptor tokenet__tsp__v1__rotate_encryption_key_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.RotateEncryptionKeyRequest",
+  "RotateEncryptionKeyRequest",
+  "Tokenet__Tsp__V1__RotateEncryptionKeyRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__RotateEncryptionKeyRequest),
+  0,
+  tokenet__tsp__v1__rotate_encryption_key_request__field_descriptors,
+  tokenet__tsp__v1__rotate_encryption_key_request__field_indices_by_name,
+  0,  tokenet__tsp__v1__rotate_encryption_key_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__rotate_encryption_key_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__rotate_encryption_key_response__field_descriptors[2] =
+{
+  {
+    "keys",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__RotateEncryptionKeyResponse, n_keys),
+    offsetof(Tokenet__Tsp__V1__RotateEncryptionKeyResponse, keys),
+    &tokenet__tsp__v1__encryption_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "retired_key_identifier",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__RotateEncryptionKeyResponse, retired_key_identifier),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__rotate_encryption_key_response__field_indices_by_name[] = {
+  0,   /* field[0] = keys */
+  1,   /* field[1] = retired_key_identifier */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__rotate_encryption_key_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__rotate_encryption_key_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.RotateEncryptionKeyResponse",
+  "RotateEncryptionKeyResponse",
+  "Tokenet__Tsp__V1__RotateEncryptionKeyResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__RotateEncryptionKeyResponse),
+  2,
+  tokenet__tsp__v1__rotate_encryption_key_response__field_descriptors,
+  tokenet__tsp__v1__rotate_encryption_key_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__rotate_encryption_key_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__rotate_encryption_key_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__forget_encryption_key_request__field_descriptors[1] =
+{
+  {
+    "public_key_identifier",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ForgetEncryptionKeyRequest, public_key_identifier),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__forget_encryption_key_request__field_indices_by_name[] = {
+  0,   /* field[0] = public_key_identifier */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__forget_encryption_key_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__forget_encryption_key_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.ForgetEncryptionKeyRequest",
+  "ForgetEncryptionKeyRequest",
+  "Tokenet__Tsp__V1__ForgetEncryptionKeyRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__ForgetEncryptionKeyRequest),
+  1,
+  tokenet__tsp__v1__forget_encryption_key_request__field_descriptors,
+  tokenet__tsp__v1__forget_encryption_key_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__forget_encryption_key_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__forget_encryption_key_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__forget_encryption_key_response__field_descriptors[1] =
+{
+  {
+    "keys",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__ForgetEncryptionKeyResponse, n_keys),
+    offsetof(Tokenet__Tsp__V1__ForgetEncryptionKeyResponse, keys),
+    &tokenet__tsp__v1__encryption_key__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__forget_encryption_key_response__field_indices_by_name[] = {
+  0,   /* field[0] = keys */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__forget_encryption_key_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__forget_encryption_key_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.ForgetEncryptionKeyResponse",
+  "ForgetEncryptionKeyResponse",
+  "Tokenet__Tsp__V1__ForgetEncryptionKeyResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__ForgetEncryptionKeyResponse),
+  1,
+  tokenet__tsp__v1__forget_encryption_key_response__field_descriptors,
+  tokenet__tsp__v1__forget_encryption_key_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__forget_encryption_key_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__forget_encryption_key_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_request__field_descriptors[6] =
 {
   {
@@ -817,13 +1142,17 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_history_response__descr
   (ProtobufCMessageInit) tokenet__tsp__v1__token_history_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__tsp_control__method_descriptors[2] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__tsp_control__method_descriptors[4] =
 {
   { "ListTokens", &tokenet__tsp__v1__list_tokens_request__descriptor, &tokenet__tsp__v1__list_tokens_response__descriptor },
   { "TokenHistory", &tokenet__tsp__v1__token_history_request__descriptor, &tokenet__tsp__v1__token_history_response__descriptor },
+  { "RotateEncryptionKey", &tokenet__tsp__v1__rotate_encryption_key_request__descriptor, &tokenet__tsp__v1__rotate_encryption_key_response__descriptor },
+  { "ForgetEncryptionKey", &tokenet__tsp__v1__forget_encryption_key_request__descriptor, &tokenet__tsp__v1__forget_encryption_key_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__tsp_control__method_indices_by_name[] = {
+  3,        /* ForgetEncryptionKey */
   0,        /* ListTokens */
+  2,        /* RotateEncryptionKey */
   1         /* TokenHistory */
 };
 const ProtobufCServiceDescriptor tokenet__tsp__v1__tsp_control__descriptor =
@@ -833,7 +1162,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__tsp_control__descriptor =
   "TspControl",
   "Tokenet__Tsp__V1__TspControl",
   "tokenet.tsp.v1",
-  2,
+  4,
   tokenet__tsp__v1__tsp_control__method_descriptors,
   tokenet__tsp__v1__tsp_control__method_indices_by_name
 };
@@ -852,6 +1181,22 @@ void tokenet__tsp__v1__tsp_control__token_history(ProtobufCService *service,
 {
   assert(service->descriptor == &tokenet__tsp__v1__tsp_control__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__tsp__v1__tsp_control__rotate_encryption_key(ProtobufCService *service,
+                                                          const Tokenet__Tsp__V1__RotateEncryptionKeyRequest *input,
+                                                          Tokenet__Tsp__V1__RotateEncryptionKeyResponse_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__tsp_control__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__tsp__v1__tsp_control__forget_encryption_key(ProtobufCService *service,
+                                                          const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *input,
+                                                          Tokenet__Tsp__V1__ForgetEncryptionKeyResponse_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__tsp_control__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__tsp_control__init (Tokenet__Tsp__V1__TspControl_Service *service,
                                           Tokenet__Tsp__V1__TspControl_ServiceDestroy destroy)

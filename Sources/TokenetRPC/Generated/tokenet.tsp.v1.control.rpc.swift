@@ -19,12 +19,22 @@ extension TspV1.TspControl {
         public func tokenHistory(_ request: TspV1.TokenHistoryRequest, options: CallOptions = CallOptions()) async throws -> TspV1.TokenHistoryResponse {
             try await rpc.unary(TspV1.TspControl.tokenHistory, request, options: options)
         }
+
+        public func rotateEncryptionKey(_ request: TspV1.RotateEncryptionKeyRequest, options: CallOptions = CallOptions()) async throws -> TspV1.RotateEncryptionKeyResponse {
+            try await rpc.unary(TspV1.TspControl.rotateEncryptionKey, request, options: options)
+        }
+
+        public func forgetEncryptionKey(_ request: TspV1.ForgetEncryptionKeyRequest, options: CallOptions = CallOptions()) async throws -> TspV1.ForgetEncryptionKeyResponse {
+            try await rpc.unary(TspV1.TspControl.forgetEncryptionKey, request, options: options)
+        }
     }
 
     /// What a server of `tokenet.tsp.v1.TspControl` implements; `register(on:)` routes every method to it.
     public protocol ServiceProtocol: Sendable {
         func listTokens(_ request: TspV1.ListTokensRequest, context: ServerContext) async throws -> TspV1.ListTokensResponse
         func tokenHistory(_ request: TspV1.TokenHistoryRequest, context: ServerContext) async throws -> TspV1.TokenHistoryResponse
+        func rotateEncryptionKey(_ request: TspV1.RotateEncryptionKeyRequest, context: ServerContext) async throws -> TspV1.RotateEncryptionKeyResponse
+        func forgetEncryptionKey(_ request: TspV1.ForgetEncryptionKeyRequest, context: ServerContext) async throws -> TspV1.ForgetEncryptionKeyResponse
     }
 }
 
@@ -33,5 +43,7 @@ extension TspV1.TspControl.ServiceProtocol {
     public func register(on router: inout RPCRouter) {
         router.unary(TspV1.TspControl.listTokens) { try await self.listTokens($0, context: $1) }
         router.unary(TspV1.TspControl.tokenHistory) { try await self.tokenHistory($0, context: $1) }
+        router.unary(TspV1.TspControl.rotateEncryptionKey) { try await self.rotateEncryptionKey($0, context: $1) }
+        router.unary(TspV1.TspControl.forgetEncryptionKey) { try await self.forgetEncryptionKey($0, context: $1) }
     }
 }

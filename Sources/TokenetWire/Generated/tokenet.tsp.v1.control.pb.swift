@@ -4,6 +4,109 @@ import CTokenetProtos
 import Foundation
 
 extension TspV1 {
+    public struct RotateEncryptionKeyRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.RotateEncryptionKeyRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__rotate_encryption_key_request())
+        }
+
+        public init() {}
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            _ = reader
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            _ = writer
+        }
+    }
+}
+
+extension TspV1 {
+    public struct RotateEncryptionKeyResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.RotateEncryptionKeyResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__rotate_encryption_key_response())
+        }
+
+        /// The keys as GetEncryptionKeys now lists them: the new current key first, then the retired ones, newest first.
+        public var keys: [TspV1.EncryptionKey] = []
+
+        /// The key this rotation retired.
+        public var retiredKeyIdentifier: String = ""
+
+        public init() {}
+
+        public init(keys: [TspV1.EncryptionKey] = [], retiredKeyIdentifier: String = "") {
+            self.keys = keys
+            self.retiredKeyIdentifier = retiredKeyIdentifier
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.keys = try reader.readRepeatedMessages(1)
+            self.retiredKeyIdentifier = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, repeatedMessages: keys)
+            try writer.write(2, retiredKeyIdentifier)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct ForgetEncryptionKeyRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.ForgetEncryptionKeyRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__forget_encryption_key_request())
+        }
+
+        /// The retired key's public_key_identifier (the JWE kid), as GetEncryptionKeys lists it.
+        public var publicKeyIdentifier: String = ""
+
+        public init() {}
+
+        public init(publicKeyIdentifier: String = "") {
+            self.publicKeyIdentifier = publicKeyIdentifier
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.publicKeyIdentifier = try reader.read(1)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, publicKeyIdentifier)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct ForgetEncryptionKeyResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.ForgetEncryptionKeyResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__forget_encryption_key_response())
+        }
+
+        /// The keys the TSP still holds, as GetEncryptionKeys now lists them.
+        public var keys: [TspV1.EncryptionKey] = []
+
+        public init() {}
+
+        public init(keys: [TspV1.EncryptionKey] = []) {
+            self.keys = keys
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.keys = try reader.readRepeatedMessages(1)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, repeatedMessages: keys)
+        }
+    }
+}
+
+extension TspV1 {
     public struct ListTokensRequest: ProtoMessage {
         public static let protoName = "tokenet.tsp.v1.ListTokensRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -342,9 +445,25 @@ extension TspV1 {
             service: serviceName, name: "TokenHistory", kind: .unary, allowedRoles: ["operator"]
         )
 
+        /// Makes a new card-data encryption key the current one and retires the current one, which goes on decrypting
+        /// card data encrypted to it until it is forgotten (ForgetEncryptionKey): wallets and issuers that fetched it a
+        /// moment ago are not refused. They pick the new key up from Provisioning/GetEncryptionKeys. Kept in the TSP's data
+        /// directory, so a restart keeps both. Each call rotates once more: a call repeated after a lost answer leaves one
+        /// more retired key, nothing worse.
+        public static let rotateEncryptionKey = MethodDescriptor<TspV1.RotateEncryptionKeyRequest, TspV1.RotateEncryptionKeyResponse>(
+            service: serviceName, name: "RotateEncryptionKey", kind: .unary, allowedRoles: ["operator"]
+        )
+
+        /// Stops decrypting with a retired key and deletes it from the data directory: card data encrypted to it is
+        /// INVALID_ARGUMENT from then on ("no decryption key has kid …"). The current key is FAILED_PRECONDITION (rotate
+        /// first); a key id the TSP does not hold is NOT_FOUND, and so is one already forgotten.
+        public static let forgetEncryptionKey = MethodDescriptor<TspV1.ForgetEncryptionKeyRequest, TspV1.ForgetEncryptionKeyResponse>(
+            service: serviceName, name: "ForgetEncryptionKey", kind: .unary, allowedRoles: ["operator"]
+        )
+
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [listTokens.erased, tokenHistory.erased]
+            methods: [listTokens.erased, tokenHistory.erased, rotateEncryptionKey.erased, forgetEncryptionKey.erased]
         )
     }
 }

@@ -117,6 +117,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.DigitizeResponse.samples() as [any ProtoMessage]
     all += TspV1.EligibilityData.samples() as [any ProtoMessage]
     all += TspV1.EncryptionKey.samples() as [any ProtoMessage]
+    all += TspV1.ForgetEncryptionKeyRequest.samples() as [any ProtoMessage]
+    all += TspV1.ForgetEncryptionKeyResponse.samples() as [any ProtoMessage]
     all += TspV1.FundingCard.samples() as [any ProtoMessage]
     all += TspV1.GetEncryptionKeysRequest.samples() as [any ProtoMessage]
     all += TspV1.GetEncryptionKeysResponse.samples() as [any ProtoMessage]
@@ -161,6 +163,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.ResendOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.ResyncRequest.samples() as [any ProtoMessage]
     all += TspV1.ResyncResponse.samples() as [any ProtoMessage]
+    all += TspV1.RotateEncryptionKeyRequest.samples() as [any ProtoMessage]
+    all += TspV1.RotateEncryptionKeyResponse.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodRequest.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodResponse.samples() as [any ProtoMessage]
     all += TspV1.SendCardMessageRequest.samples() as [any ProtoMessage]
@@ -1455,6 +1459,22 @@ extension TspV1.EncryptionKey {
     }
 }
 
+extension TspV1.ForgetEncryptionKeyRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.publicKeyIdentifier = "public_key_identifier-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension TspV1.ForgetEncryptionKeyResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.keys = [TspV1.EncryptionKey.samples()[0], TspV1.EncryptionKey.samples()[0]]
+        return [base]
+    }
+}
+
 extension TspV1.FundingCard {
     static func samples() -> [Self] {
         var base = Self()
@@ -1922,6 +1942,22 @@ extension TspV1.ResyncResponse {
         base.result = TspV1.ResyncResult(rawValue: 1)
         base.failuresLeft = 3999999998
         base.message = "message-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension TspV1.RotateEncryptionKeyRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        return [base]
+    }
+}
+
+extension TspV1.RotateEncryptionKeyResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.keys = [TspV1.EncryptionKey.samples()[0], TspV1.EncryptionKey.samples()[0]]
+        base.retiredKeyIdentifier = "retired_key_identifier-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

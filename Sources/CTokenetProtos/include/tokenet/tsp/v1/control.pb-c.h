@@ -16,7 +16,12 @@ PROTOBUF_C__BEGIN_DECLS
 
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
+#include "tokenet/tsp/v1/provisioning.pb-c.h"
 
+typedef struct Tokenet__Tsp__V1__RotateEncryptionKeyRequest Tokenet__Tsp__V1__RotateEncryptionKeyRequest;
+typedef struct Tokenet__Tsp__V1__RotateEncryptionKeyResponse Tokenet__Tsp__V1__RotateEncryptionKeyResponse;
+typedef struct Tokenet__Tsp__V1__ForgetEncryptionKeyRequest Tokenet__Tsp__V1__ForgetEncryptionKeyRequest;
+typedef struct Tokenet__Tsp__V1__ForgetEncryptionKeyResponse Tokenet__Tsp__V1__ForgetEncryptionKeyResponse;
 typedef struct Tokenet__Tsp__V1__ListTokensRequest Tokenet__Tsp__V1__ListTokensRequest;
 typedef struct Tokenet__Tsp__V1__TokenSummary Tokenet__Tsp__V1__TokenSummary;
 typedef struct Tokenet__Tsp__V1__ListTokensResponse Tokenet__Tsp__V1__ListTokensResponse;
@@ -29,6 +34,60 @@ typedef struct Tokenet__Tsp__V1__TokenHistoryResponse Tokenet__Tsp__V1__TokenHis
 
 
 /* --- messages --- */
+
+struct  Tokenet__Tsp__V1__RotateEncryptionKeyRequest
+{
+  ProtobufCMessage base;
+};
+#define TOKENET__TSP__V1__ROTATE_ENCRYPTION_KEY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__rotate_encryption_key_request__descriptor) \
+     }
+
+
+struct  Tokenet__Tsp__V1__RotateEncryptionKeyResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The keys as GetEncryptionKeys now lists them: the new current key first, then the retired ones, newest first.
+   */
+  size_t n_keys;
+  Tokenet__Tsp__V1__EncryptionKey **keys;
+  /*
+   * The key this rotation retired.
+   */
+  char *retired_key_identifier;
+};
+#define TOKENET__TSP__V1__ROTATE_ENCRYPTION_KEY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__rotate_encryption_key_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Tsp__V1__ForgetEncryptionKeyRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The retired key's public_key_identifier (the JWE kid), as GetEncryptionKeys lists it.
+   */
+  char *public_key_identifier;
+};
+#define TOKENET__TSP__V1__FORGET_ENCRYPTION_KEY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__forget_encryption_key_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Tsp__V1__ForgetEncryptionKeyResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The keys the TSP still holds, as GetEncryptionKeys now lists them.
+   */
+  size_t n_keys;
+  Tokenet__Tsp__V1__EncryptionKey **keys;
+};
+#define TOKENET__TSP__V1__FORGET_ENCRYPTION_KEY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__forget_encryption_key_response__descriptor) \
+    , 0,NULL }
+
 
 struct  Tokenet__Tsp__V1__ListTokensRequest
 {
@@ -169,6 +228,82 @@ struct  Tokenet__Tsp__V1__TokenHistoryResponse
     , NULL, 0,NULL, (char *)protobuf_c_empty_string }
 
 
+/* Tokenet__Tsp__V1__RotateEncryptionKeyRequest methods */
+void   tokenet__tsp__v1__rotate_encryption_key_request__init
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyRequest         *message);
+size_t tokenet__tsp__v1__rotate_encryption_key_request__get_packed_size
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyRequest   *message);
+size_t tokenet__tsp__v1__rotate_encryption_key_request__pack
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__rotate_encryption_key_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__RotateEncryptionKeyRequest *
+       tokenet__tsp__v1__rotate_encryption_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__rotate_encryption_key_request__free_unpacked
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__RotateEncryptionKeyResponse methods */
+void   tokenet__tsp__v1__rotate_encryption_key_response__init
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyResponse         *message);
+size_t tokenet__tsp__v1__rotate_encryption_key_response__get_packed_size
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyResponse   *message);
+size_t tokenet__tsp__v1__rotate_encryption_key_response__pack
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__rotate_encryption_key_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RotateEncryptionKeyResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__RotateEncryptionKeyResponse *
+       tokenet__tsp__v1__rotate_encryption_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__rotate_encryption_key_response__free_unpacked
+                     (Tokenet__Tsp__V1__RotateEncryptionKeyResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__ForgetEncryptionKeyRequest methods */
+void   tokenet__tsp__v1__forget_encryption_key_request__init
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyRequest         *message);
+size_t tokenet__tsp__v1__forget_encryption_key_request__get_packed_size
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest   *message);
+size_t tokenet__tsp__v1__forget_encryption_key_request__pack
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__forget_encryption_key_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *
+       tokenet__tsp__v1__forget_encryption_key_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__forget_encryption_key_request__free_unpacked
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__ForgetEncryptionKeyResponse methods */
+void   tokenet__tsp__v1__forget_encryption_key_response__init
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyResponse         *message);
+size_t tokenet__tsp__v1__forget_encryption_key_response__get_packed_size
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse   *message);
+size_t tokenet__tsp__v1__forget_encryption_key_response__pack
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__forget_encryption_key_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *
+       tokenet__tsp__v1__forget_encryption_key_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__forget_encryption_key_response__free_unpacked
+                     (Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Tsp__V1__ListTokensRequest methods */
 void   tokenet__tsp__v1__list_tokens_request__init
                      (Tokenet__Tsp__V1__ListTokensRequest         *message);
@@ -285,6 +420,18 @@ void   tokenet__tsp__v1__token_history_response__free_unpacked
                       ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Tokenet__Tsp__V1__RotateEncryptionKeyRequest_Closure)
+                 (const Tokenet__Tsp__V1__RotateEncryptionKeyRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__RotateEncryptionKeyResponse_Closure)
+                 (const Tokenet__Tsp__V1__RotateEncryptionKeyResponse *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__ForgetEncryptionKeyRequest_Closure)
+                 (const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__ForgetEncryptionKeyResponse_Closure)
+                 (const Tokenet__Tsp__V1__ForgetEncryptionKeyResponse *message,
+                  void *closure_data);
 typedef void (*Tokenet__Tsp__V1__ListTokensRequest_Closure)
                  (const Tokenet__Tsp__V1__ListTokensRequest *message,
                   void *closure_data);
@@ -318,6 +465,14 @@ struct Tokenet__Tsp__V1__TspControl_Service
                         const Tokenet__Tsp__V1__TokenHistoryRequest *input,
                         Tokenet__Tsp__V1__TokenHistoryResponse_Closure closure,
                         void *closure_data);
+  void (*rotate_encryption_key)(Tokenet__Tsp__V1__TspControl_Service *service,
+                                const Tokenet__Tsp__V1__RotateEncryptionKeyRequest *input,
+                                Tokenet__Tsp__V1__RotateEncryptionKeyResponse_Closure closure,
+                                void *closure_data);
+  void (*forget_encryption_key)(Tokenet__Tsp__V1__TspControl_Service *service,
+                                const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *input,
+                                Tokenet__Tsp__V1__ForgetEncryptionKeyResponse_Closure closure,
+                                void *closure_data);
 };
 typedef void (*Tokenet__Tsp__V1__TspControl_ServiceDestroy)(Tokenet__Tsp__V1__TspControl_Service *);
 void tokenet__tsp__v1__tsp_control__init (Tokenet__Tsp__V1__TspControl_Service *service,
@@ -327,7 +482,9 @@ void tokenet__tsp__v1__tsp_control__init (Tokenet__Tsp__V1__TspControl_Service *
 #define TOKENET__TSP__V1__TSP_CONTROL__INIT(function_prefix__) \
     { TOKENET__TSP__V1__TSP_CONTROL__BASE_INIT,\
       function_prefix__ ## list_tokens,\
-      function_prefix__ ## token_history  }
+      function_prefix__ ## token_history,\
+      function_prefix__ ## rotate_encryption_key,\
+      function_prefix__ ## forget_encryption_key  }
 void tokenet__tsp__v1__tsp_control__list_tokens(ProtobufCService *service,
                                                 const Tokenet__Tsp__V1__ListTokensRequest *input,
                                                 Tokenet__Tsp__V1__ListTokensResponse_Closure closure,
@@ -336,9 +493,21 @@ void tokenet__tsp__v1__tsp_control__token_history(ProtobufCService *service,
                                                   const Tokenet__Tsp__V1__TokenHistoryRequest *input,
                                                   Tokenet__Tsp__V1__TokenHistoryResponse_Closure closure,
                                                   void *closure_data);
+void tokenet__tsp__v1__tsp_control__rotate_encryption_key(ProtobufCService *service,
+                                                          const Tokenet__Tsp__V1__RotateEncryptionKeyRequest *input,
+                                                          Tokenet__Tsp__V1__RotateEncryptionKeyResponse_Closure closure,
+                                                          void *closure_data);
+void tokenet__tsp__v1__tsp_control__forget_encryption_key(ProtobufCService *service,
+                                                          const Tokenet__Tsp__V1__ForgetEncryptionKeyRequest *input,
+                                                          Tokenet__Tsp__V1__ForgetEncryptionKeyResponse_Closure closure,
+                                                          void *closure_data);
 
 /* --- descriptors --- */
 
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__rotate_encryption_key_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__rotate_encryption_key_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__forget_encryption_key_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__forget_encryption_key_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_response__descriptor;
