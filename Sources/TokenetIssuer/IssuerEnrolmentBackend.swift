@@ -27,13 +27,14 @@ final class IssuerEnrolmentBackend: Sendable {
         try requireAccount(accountID, of: userID)
         let activation = try await register(userID: userID, accountIDs: [accountID])[0]
         let phone = Masking.phone(try store.cardholderPhone(userID) ?? "")
-        let minutes = max(1, Int((Double(activation.expiresAtMs) / 1000 - now().timeIntervalSince1970) / 60 + 0.5))
+        // In the one-time codes' words: rounded to minutes, a TSP whose codes last 10 s had it say "1 minute".
+        let lifetime = IssuerOtpService.timeLeft(until: activation.expiresAtMs, from: now())
         try store.recordOutbox(
             IssuerV1.OutboxMessage(
                 sentAtMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)), channel: "sms",
                 maskedDestination: phone,
                 text: "Your \(try Self.bankName(store)) app activation code is \(activation.activationCode) (reference "
-                    + "\(activation.referenceID)); it expires in \(minutes == 1 ? "1 minute" : "\(minutes) minutes"). Or open "
+                    + "\(activation.referenceID)); it expires in \(lifetime). Or open "
                     + Self.link(activation, userID: userID) + ". Never share it.",
                 digitalCardID: "enrolment:\(activation.referenceID)"),
             codeExpiresAtMs: activation.expiresAtMs)
@@ -98,7 +99,11 @@ final class IssuerEnrolmentBackend: Sendable {
     }
 
     private func register(userID: String, accountIDs: [String]) async throws(IssuerError) -> [TspV1.Activation] {
-        let response = try await Self.calling("enrol the account") { () async throws in
+        let response = try await Self.calling(
+            "enrol the account",
+            ifUnanswered: "no code was sent to the cardholder, so run the command again for a new one (it replaces "
+                + "any the TSP made)"
+        ) { () async throws in
             try await TspV1.Enrolment.Client(try self.caller()).registerEnrolment(
                 .init(userID: userID, accountIds: accountIDs), options: .answeringInTime)
         }
@@ -137,8 +142,11 @@ final class IssuerEnrolmentBackend: Sendable {
         return caller
     }
 
-    /// A call to the TSP; its failures become `IssuerError`s saying what could not be done.
-    static func calling<T>(_ what: String, _ body: () async throws -> T) async throws(IssuerError) -> T {
+    /// A call to the TSP; its failures become `IssuerError`s saying what could not be done. `ifUnanswered` says what
+    /// to do when the TSP did not answer in time, and so may have done it all the same.
+    static func calling<T>(
+        _ what: String, ifUnanswered: String? = nil, _ body: () async throws -> T
+    ) async throws(IssuerError) -> T {
         do {
             return try await body()
         } catch let error as IssuerError {
@@ -150,6 +158,11 @@ final class IssuerEnrolmentBackend: Sendable {
             case .permissionDenied, .failedPrecondition:
                 throw IssuerError(.failedPrecondition, "the TSP refused to \(what): \(error.message)")
             case .resourceExhausted: throw IssuerError(.tspExhausted, "the TSP cannot \(what) now: \(error.message)")
+            case .deadlineExceeded:
+                throw IssuerError(
+                    .tspDidNotAnswer,
+                    "the TSP did not answer in time to \(what) (\(error.message)); it may have done so all the same"
+                        + (ifUnanswered.map { ": \($0)" } ?? ""))
             default:
                 let code = error.code.protoValueName ?? "\(error.code.rawValue)"
                 throw IssuerError(.unavailable, "cannot \(what) at the TSP (\(code)): \(error.message)")

@@ -13,6 +13,7 @@ extension IssuerError: RPCErrorConvertible {
         case .failedPrecondition: RPCError(.failedPrecondition, message)
         case .unavailable: RPCError(.unavailable, message)
         case .tspExhausted: RPCError(.resourceExhausted, message)
+        case .tspDidNotAnswer: RPCError(.deadlineExceeded, message)
         // A full disk is the one storage failure the caller can do something about (RESOURCE_EXHAUSTED, as gRPC has
         // it for a file system out of space); the node's log still gets the cause (`ServerFailure`).
         case .storage where (cause as? StorageError)?.code == .full:
@@ -41,11 +42,12 @@ extension IssuerError: RPCErrorConvertible {
 
     /// The status of a failed sign-in (`CardholderLogin`) that a flow signing the cardholder in passes on: a locked
     /// app stays RESOURCE_EXHAUSTED, a value that is no PIN INVALID_ARGUMENT, a cardholder without the app NOT_FOUND
-    /// and a TSP that cannot be reached UNAVAILABLE, as `login` answers them, so a script tells "locked" from
+    /// and a TSP that cannot be reached UNAVAILABLE (DEADLINE_EXCEEDED when it did not answer in time), as `login`
+    /// answers them, so a script tells "locked" from
     /// "wrong PIN"; anything else is UNAUTHENTICATED.
     var signInStatus: StatusCode {
         let status = rpcError.code
-        return [.resourceExhausted, .invalidArgument, .notFound, .unavailable].contains(status)
+        return [.resourceExhausted, .invalidArgument, .notFound, .unavailable, .deadlineExceeded].contains(status)
             ? status : .unauthenticated
     }
 

@@ -28,6 +28,9 @@ public struct IssuerError: Error, Sendable, CustomStringConvertible {
         /// The TSP lacks, for now, what the request needs (a full disk, a limit on calls): RESOURCE_EXHAUSTED, which
         /// tells the operator to free the resource or wait, where UNAVAILABLE would only say to try again.
         case tspExhausted
+        /// The TSP did not answer within the time the call had (DEADLINE_EXCEEDED): it may have done what was asked
+        /// all the same, where UNAVAILABLE read as a TSP that was down.
+        case tspDidNotAnswer
     }
 
     public var code: Code

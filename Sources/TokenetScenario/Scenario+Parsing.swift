@@ -408,6 +408,8 @@ extension Scenario {
                     guard paused.insert(party).inserted else { throw fail("\(node) is already paused") }
                     steps.append(ScenarioStep(line: number, .pause(party)))
                 case "resume":
+                    // A paused node killed from outside (`tokenet up` learns of it) is down, not merely unpaused.
+                    guard !down.contains(party) else { throw fail("\(node) is not running (start it first)") }
                     guard paused.remove(party) != nil else { throw fail("\(node) is not paused") }
                     steps.append(ScenarioStep(line: number, .resume(party)))
                 default:

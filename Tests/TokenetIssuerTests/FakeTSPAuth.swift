@@ -11,6 +11,8 @@ import TokenetWire
 final class FakeTSPAuth: Sendable {
     struct State {
         var enrolments: [String: (user: String, account: String, code: String, used: Bool)] = [:]
+        /// How long an activation code lasts from `Support.now` (the TSP's `activation_code_ttl_s`).
+        var activationLifetimeMs: UInt64 = 3_600_000
         var counters: [String: UInt64] = [:]
         var secrets: [String: [UInt8]] = [:]
         /// Accounts whose activation the fake refuses with INCORRECT_CODE.
@@ -62,7 +64,8 @@ final class FakeTSPAuth: Sendable {
                         state.enrolments[reference] = (request.userID, account, code, false)
                         return TspV1.Activation(
                             accountID: account, activationCode: code, referenceID: reference,
-                            activationURL: "tokenet://tsp", expiresAtMs: 1_790_000_000_000 + 3_600_000, attempts: 5)
+                            activationURL: "tokenet://tsp", expiresAtMs: 1_790_000_000_000 + state.activationLifetimeMs,
+                            attempts: 5)
                     })
             }
         }

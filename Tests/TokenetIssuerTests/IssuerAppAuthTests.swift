@@ -41,17 +41,38 @@ import TokenetWire
         }
     }
 
-    /// A TSP failure passed on names the TSP's status as the wire does (DEADLINE_EXCEEDED), not by its Swift case
-    /// name (deadlineExceeded).
+    /// A TSP failure passed on names the TSP's status as the wire does (DATA_LOSS), not by its Swift case name
+    /// (dataLoss).
     @Test func aTSPFailureNamesItsStatus() async {
         do {
             _ = try await IssuerEnrolmentBackend.calling("log in") { () async throws -> Int in
-                throw RPCError(.deadlineExceeded, "the deadline passed")
+                throw RPCError(.dataLoss, "its database is damaged")
             }
             Issue.record("the call succeeded")
         } catch {
             #expect(error.code == .unavailable)
-            #expect(error.message == "cannot log in at the TSP (DEADLINE_EXCEEDED): the deadline passed")
+            #expect(error.message == "cannot log in at the TSP (DATA_LOSS): its database is damaged")
+        }
+    }
+
+    /// A TSP that did not answer in time may have done what was asked: DEADLINE_EXCEEDED, which says so, with what
+    /// to do when the call says it; it read as UNAVAILABLE, a TSP that was down, though the TSP had registered an
+    /// enrolment whose code nobody got.
+    @Test func aTSPThatDidNotAnswerInTimeMayHaveDoneIt() async {
+        for advice in [nil, "run the command again"] {
+            do {
+                _ = try await IssuerEnrolmentBackend.calling("enrol the account", ifUnanswered: advice) {
+                    () async throws -> Int in
+                    throw RPCError(.deadlineExceeded, "the call did not finish within its deadline (390 ms)")
+                }
+                Issue.record("the call succeeded")
+            } catch {
+                #expect(error.code == .tspDidNotAnswer && error.rpcError.code == .deadlineExceeded)
+                #expect(
+                    error.message
+                        == "the TSP did not answer in time to enrol the account (the call did not finish within its "
+                        + "deadline (390 ms)); it may have done so all the same" + (advice.map { ": \($0)" } ?? ""))
+            }
         }
     }
 
@@ -92,6 +113,16 @@ import TokenetWire
         try store.importFixture(fixture)
         let (_, _, text) = try await App.make(store: store).enrol()
         #expect(text.hasPrefix("Your Second Bank app activation code is CODE1XYZ"), "\(text)")
+    }
+
+    /// The message says how long the code lasts as the one-time codes' messages do: a TSP whose codes last 10 s
+    /// said "it expires in 1 minute".
+    @Test(arguments: [(10_000, "10 seconds"), (75_000, "1 minute"), (3_600_000, "60 minutes")])
+    func theCodesMessageSaysHowLongItLasts(_ lifetimeMs: UInt64, _ said: String) async throws {
+        let tsp = FakeTSPAuth()
+        tsp.state.withLock { $0.activationLifetimeMs = lifetimeMs }
+        let (_, _, text) = try await App.make(tsp: tsp).enrol()
+        #expect(text.contains("); it expires in \(said). Or open "), "\(text)")
     }
 
     @Test func enrolmentDeliversTheCodeAndAnOTPLink() async throws {
@@ -516,7 +547,7 @@ import TokenetWire
         let served = ServerContext(
             method: "/tokenet.issuer.v1.IssuerAppAuth/Login", metadata: Metadata(), peer: nil,
             deadline: .now + .seconds(2), traceID: "0000000000000ab")
-        await expectIssuerError(.unavailable, "cannot log in at the TSP (DEADLINE_EXCEEDED)") {
+        await expectIssuerError(.tspDidNotAnswer, "the TSP did not answer in time to log in") {
             try await ServerContext.$current.withValue(served) {
                 _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
             }

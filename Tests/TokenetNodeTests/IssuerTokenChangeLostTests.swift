@@ -38,14 +38,48 @@ import TokenetWire
         #expect(!result.stderr.contains("may have reached the TSP"), "\(result.stderr)")
     }
 
+    /// `issuer activate-token` and `push-card` whose answer does not come in time: the issuer may have had the TSP
+    /// activate the token, or made the push receipt, and the message says so and that repeating is safe.
+    @Test func anActivationOrAPushWhoseAnswerIsLostMayHaveBeenDone() async throws {
+        var router = RPCRouter()
+        router.unary(IssuerV1.IssuerCallCentre.activateToken) { (_, _) async throws in
+            try await Task.sleep(for: .seconds(600))
+            return IssuerV1.CallCentreActivateResponse()
+        }
+        router.unary(IssuerV1.IssuerControl.pushCard) { (_, _) async throws in
+            try await Task.sleep(for: .seconds(600))
+            return IssuerV1.PushCardResponse()
+        }
+        for (arguments, hint) in [
+            (
+                ["activate-token", "DNITHE1"],
+                "; the issuer may have had the TSP activate the token all the same: send the same command again, "
+                    + "which says whether the token is ACTIVE"
+            ),
+            (
+                ["push-card", "card-mc-approve", "--mode", "receipt"],
+                "; the issuer may have pushed the card all the same; pushing it again is safe (a receipt or session "
+                    + "that is not used expires)"
+            ),
+        ] {
+            let result = try await run(router, arguments, deadline: "2s")
+            #expect(result.status == 64 + StatusCode.deadlineExceeded.rawValue, "\(result.stderr)")
+            #expect(result.stderr.contains(hint), "\(result.stderr)")
+        }
+    }
+
     private func run(_ router: RPCRouter, word: String, deadline: String) async throws -> ProcessResult {
+        try await run(
+            router, ["\(word)-tokens", "--card", "card-visa-approve", "--reason", "LOST_CARD"], deadline: deadline)
+    }
+
+    private func run(_ router: RPCRouter, _ arguments: [String], deadline: String) async throws -> ProcessResult {
         let pki = DevelopmentPKI.shared
         return try await runTokenet(
             servedOverTLSBy: router, certificate: pki.path("issuer.pem"), key: pki.path("issuer.key")
         ) {
-            [
-                "issuer", "\(word)-tokens", $0, "--card", "card-visa-approve", "--reason", "LOST_CARD", "--cacert",
-                pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ["issuer", arguments[0], $0] + arguments.dropFirst() + [
+                "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
                 "--deadline", deadline,
             ]
         }

@@ -147,6 +147,7 @@ import TokenetWire
         ("pause tsp\npause tsp", "s:2: pause tsp: tsp-node is already paused"),
         ("pause tsp\nstop tsp", "s:2: stop tsp: tsp-node is paused and could not drain (resume it first, or kill it)"),
         ("kill tsp\npause tsp", "s:2: pause tsp: tsp-node is not running (start it first)"),
+        ("pause tsp\nkill tsp\nresume tsp", "s:3: resume tsp: tsp-node is not running (start it first)"),
         ("header x-a", "s:1: header: expected 'KEY: VALUE' or 'clear', got 'x-a'"),
         ("header : v", "s:1: header: expected 'KEY: VALUE' or 'clear', got ': v'"),
         (
@@ -328,6 +329,20 @@ import TokenetWire
             #expect(effect == .expectation(ScenarioExpectation(code: .ok, contains: #"{"b": 2}"#, line: line + 1)))
             #expect(throws: ScenarioError.self) { try parser.read(line: "expect OK", number: line + 2) }
         }
+    }
+
+    /// A paused node killed from outside, as the console learns of it (`nodesRunning`), is not running: `resume`
+    /// says so and `start` brings it back, where `resume` said it "is not paused".
+    @Test func aPausedNodeThatEndedIsDownAtTheConsole() throws {
+        var parser = Scenario.Parser()
+        _ = try parser.read(line: "pause wallet", number: 1)
+        parser.nodesRunning([.tsp, .issuer])
+        #expect {
+            try parser.read(line: "resume wallet", number: 2)
+        } throws: {
+            ($0 as? ScenarioError)?.message == "2: resume wallet: wallet-node is not running (start it first)"
+        }
+        #expect(try parser.read(line: "start wallet", number: 3) != .none)
     }
 
     /// A role's own ID in the PKI (`wallet/wallet-1`) is that role's certificate, which the run presents as is.
