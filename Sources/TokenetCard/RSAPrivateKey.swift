@@ -54,12 +54,14 @@ public final class RSAPrivateKey: Sendable, CustomStringConvertible {
 
     /// Reads a PEM private key file.
     public convenience init(contentsOfFile path: String) throws(CardError) {
-        let text: String
+        // With the system's reason: a directory or a dangling link in a key's place read as a bare "cannot read".
+        let bytes: [UInt8]
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            bytes = try SecretFile.read(path).bytes
         } catch {
-            throw CardError(.io, "cannot read the private key file \(path)", cause: error)
+            throw CardError(.io, "the private key file: \(error.message)")
         }
+        let text = String(decoding: bytes, as: UTF8.self)
         // The file is named: "the text is not an unencrypted PEM private key" left a node's operator guessing which
         // of its key files was damaged (an empty one, say, from a disk that filled up).
         do {

@@ -91,6 +91,8 @@ public enum SecretFile {
     public static func exposure(of path: String, what: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
+        // Its mode is a directory's, and "run chmod 600" would not make it a key.
+        if (info.st_mode & S_IFMT) == S_IFDIR { return "\(what) \(path) is a directory, not a file" }
         if let problem = exposure(mode: UInt32(info.st_mode), of: path, what: what) { return problem }
         return KeyFileMode.placement(of: path, owner: UInt32(info.st_uid)).map { "\(what) \(path) \($0)" }
     }

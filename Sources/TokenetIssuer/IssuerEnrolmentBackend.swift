@@ -25,7 +25,10 @@ final class IssuerEnrolmentBackend: Sendable {
             throw IssuerError(.invalidArgument, "user_id and account_id are required")
         }
         try requireAccount(accountID, of: userID)
-        let activation = try await register(userID: userID, accountIDs: [accountID])[0]
+        let activation = try await register(
+            userID: userID, accountIDs: [accountID], what: "enrol the account",
+            ifUnanswered: "no code was sent to the cardholder, so run the command again for a new one (it replaces "
+                + "any the TSP made)")[0]
         let phone = Masking.phone(try store.cardholderPhone(userID) ?? "")
         // In the one-time codes' words: rounded to minutes, a TSP whose codes last 10 s had it say "1 minute".
         let lifetime = IssuerOtpService.timeLeft(until: activation.expiresAtMs, from: now())
@@ -67,7 +70,9 @@ final class IssuerEnrolmentBackend: Sendable {
         }
         let linked = accounts.filter { !excluding.contains($0) }
         guard !linked.isEmpty else { return [] }
-        return try await register(userID: userID, accountIDs: linked)
+        return try await register(
+            userID: userID, accountIDs: linked, what: "activate the linked accounts",
+            ifUnanswered: "activate them again")
     }
 
     /// Lifts the app's own PIN lock and the TSP's credential locks; says which of them were locked.
@@ -98,12 +103,12 @@ final class IssuerEnrolmentBackend: Sendable {
         return IssuerV1.UnlockResponse(unlocked: response.unlocked, appUnlocked: appWasLocked)
     }
 
-    private func register(userID: String, accountIDs: [String]) async throws(IssuerError) -> [TspV1.Activation] {
-        let response = try await Self.calling(
-            "enrol the account",
-            ifUnanswered: "no code was sent to the cardholder, so run the command again for a new one (it replaces "
-                + "any the TSP made)"
-        ) { () async throws in
+    /// `what` and `ifUnanswered` are the caller's, for `calling`: an enrolment and an app's linked activation
+    /// tell a person different things to do.
+    private func register(
+        userID: String, accountIDs: [String], what: String, ifUnanswered: String
+    ) async throws(IssuerError) -> [TspV1.Activation] {
+        let response = try await Self.calling(what, ifUnanswered: ifUnanswered) { () async throws in
             try await TspV1.Enrolment.Client(try self.caller()).registerEnrolment(
                 .init(userID: userID, accountIds: accountIDs), options: .answeringInTime)
         }
@@ -158,10 +163,16 @@ final class IssuerEnrolmentBackend: Sendable {
             case .permissionDenied, .failedPrecondition:
                 throw IssuerError(.failedPrecondition, "the TSP refused to \(what): \(error.message)")
             case .resourceExhausted: throw IssuerError(.tspExhausted, "the TSP cannot \(what) now: \(error.message)")
-            case .deadlineExceeded:
+            // A call that never left (its deadline passed while connecting) did nothing there: UNAVAILABLE below.
+            case .deadlineExceeded where !error.callWasNeverSent:
+                // The reason as the person knows it: the issuer's own, shorter, limit on its call (a share of
+                // theirs, in ms) is none they set.
+                let reason =
+                    ServerContext.current?.deadline != nil
+                    ? "it did not answer within this call's deadline" : error.message
                 throw IssuerError(
                     .tspDidNotAnswer,
-                    "the TSP did not answer in time to \(what) (\(error.message)); it may have done so all the same"
+                    "the TSP did not answer in time to \(what) (\(reason)); it may have done so all the same"
                         + (ifUnanswered.map { ": \($0)" } ?? ""))
             default:
                 let code = error.code.protoValueName ?? "\(error.code.rawValue)"

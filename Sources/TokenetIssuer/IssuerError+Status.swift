@@ -42,12 +42,14 @@ extension IssuerError: RPCErrorConvertible {
 
     /// The status of a failed sign-in (`CardholderLogin`) that a flow signing the cardholder in passes on: a locked
     /// app stays RESOURCE_EXHAUSTED, a value that is no PIN INVALID_ARGUMENT, a cardholder without the app NOT_FOUND
-    /// and a TSP that cannot be reached UNAVAILABLE (DEADLINE_EXCEEDED when it did not answer in time), as `login`
-    /// answers them, so a script tells "locked" from
-    /// "wrong PIN"; anything else is UNAUTHENTICATED.
+    /// and a TSP that cannot be reached UNAVAILABLE, as `login` answers them, so a script tells "locked" from
+    /// "wrong PIN"; anything else is UNAUTHENTICATED. A TSP that did not answer in time is UNAVAILABLE here too, as
+    /// those flows document it (they leave their session open for another try), where `login` itself answers
+    /// DEADLINE_EXCEEDED.
     var signInStatus: StatusCode {
+        if code == .tspDidNotAnswer { return .unavailable }
         let status = rpcError.code
-        return [.resourceExhausted, .invalidArgument, .notFound, .unavailable, .deadlineExceeded].contains(status)
+        return [.resourceExhausted, .invalidArgument, .notFound, .unavailable].contains(status)
             ? status : .unauthenticated
     }
 

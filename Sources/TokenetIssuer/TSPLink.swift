@@ -5,8 +5,8 @@ import TokenetRPC
 import TokenetTransport
 import TokenetWire
 
-/// The issuer's side of its relationship with the TSP: registering, and the TSP's published card-data key
-/// (kept from the last successful registration) that pushed cards are encrypted to.
+/// The issuer's side of its relationship with the TSP: registering, and the TSP's published card-data key that
+/// pushed cards are encrypted to (from the registration, then from each push's lookup: `keyForPushing`).
 final class TSPLink: Sendable {
     let caller: (any RPCCaller)?
     private let request: @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
@@ -25,8 +25,13 @@ final class TSPLink: Sendable {
     /// the channel's own attempt limit.
     let attemptTimeout: Duration?
     /// How long a push waits for the TSP's current key before it uses the one it has; nil leaves it to the call's
-    /// own deadline.
+    /// own deadline. Inside a served call it waits at most an eighth of the time left, so that a TSP that does not
+    /// answer leaves the call it serves the time to say so.
     let keyQueryTimeout: Duration?
+    /// Until when pushes use the key they have without asking: set when a lookup failed, so that while the TSP does
+    /// not answer only the first push waits for it.
+    private let lookupsPausedUntil = Mutex<ContinuousClock.Instant?>(nil)
+    static let lookupPause = Duration.seconds(30)
 
     /// Where the TSP it registered with is kept across restarts (the issuer's store); nil keeps it in memory only.
     struct RegisteredTSPMemory: Sendable {
@@ -48,7 +53,7 @@ final class TSPLink: Sendable {
         registeredWith = Mutex((try? memory?.load()) ?? nil)
     }
 
-    /// The TSP key from the last successful registration.
+    /// The TSP's key as last learnt: from the last successful registration or a later push's lookup.
     var currentKey: RSAPublicKey? { tspKey.withLock { $0 } }
 
     /// One registration attempt; on success keeps and returns the TSP's key.
@@ -153,9 +158,10 @@ final class TSPLink: Sendable {
     }
 
     /// The key to push with: the TSP's current key, asked for at each push (`Provisioning.GetEncryptionKeys`) so
-    /// that a key its operator rotated is used at once, before the one it retired is forgotten; the key kept from
-    /// the registration when the TSP does not answer that in `keyQueryTimeout` (the push goes through the wallet
-    /// backend, which may reach the TSP when this node cannot); a fresh registration when there is none yet.
+    /// that a key its operator rotated is used at once, before the one it retired is forgotten; the last key it had
+    /// (from the registration or the last lookup) when the TSP does not answer that in `keyQueryTimeout` (a session
+    /// push goes through the wallet backend, which may reach the TSP when this node cannot), and without asking for
+    /// `lookupPause` after such a failure; a fresh registration when there is none yet.
     func keyForPushing() async throws -> RSAPublicKey {
         if let key = currentKey {
             guard let latest = await publishedCurrentKey() else { return key }
@@ -177,10 +183,23 @@ final class TSPLink: Sendable {
     /// key, or one whose fingerprint is not the identifier it is published under).
     private func publishedCurrentKey() async -> RSAPublicKey? {
         guard let caller else { return nil }
-        let keys = try? await TspV1.Provisioning.Client(caller).getEncryptionKeys(
-            .init(), options: CallOptions(timeout: keyQueryTimeout)
-        ).keys
-        guard let current = keys?.first(where: \.current), let key = try? RSAPublicKey(pem: current.publicKeyPem),
+        if let until = lookupsPausedUntil.withLock({ $0 }), ContinuousClock.now < until { return nil }
+        var timeout = keyQueryTimeout
+        if let deadline = ServerContext.current?.deadline {
+            let share = (deadline - .now) / 8
+            timeout = min(timeout ?? share, share)
+        }
+        let keys: [TspV1.EncryptionKey]
+        do {
+            keys = try await TspV1.Provisioning.Client(caller).getEncryptionKeys(
+                .init(), options: CallOptions(timeout: timeout)
+            ).keys
+        } catch {
+            lookupsPausedUntil.withLock { $0 = .now + Self.lookupPause }
+            return nil
+        }
+        lookupsPausedUntil.withLock { $0 = nil }
+        guard let current = keys.first(where: \.current), let key = try? RSAPublicKey(pem: current.publicKeyPem),
             key.kid == current.publicKeyIdentifier
         else { return nil }
         return key

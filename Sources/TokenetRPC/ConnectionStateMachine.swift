@@ -382,12 +382,15 @@ struct ConnectionStateMachine {
         precondition(role == .client, "only a client opens calls")
         switch state {
         case .draining, .closed:
-            throw RPCError(.unavailable, "the connection is closing; retry on a new connection")
+            // Never sent, as the callers that tell a sent call from an unsent one need to know (`callWasNeverSent`).
+            let message = "the connection is closing; retry on a new connection"
+            throw RPCError(.unavailable, message, cause: NotConnected(reason: message))
         case .awaitingHello, .active:
             break
         }
         guard nextStreamID <= Self.largestStreamID else {
-            throw RPCError(.unavailable, "call ids are exhausted on this connection; retry on a new connection")
+            let message = "call ids are exhausted on this connection; retry on a new connection"
+            throw RPCError(.unavailable, message, cause: NotConnected(reason: message))
         }
         // A frame over the peer's limit ends the whole connection there: refuse this call alone, here.
         let size = Self.callStartSizeBound(start)

@@ -288,7 +288,12 @@ public final class RPCChannel: RPCCaller {
         var attemptsMade = 0
         while true {
             let step: Step = state.withLock { state in
-                if state.closed { return .fail(RPCError(.unavailable, "the channel is closed")) }
+                if state.closed {
+                    return .fail(
+                        RPCError(
+                            .unavailable, "the channel is closed", cause: NotConnected(reason: "the channel is closed"))
+                    )
+                }
                 if let client = state.client, client.isUsable { return .ready(client) }
                 state.client = nil
                 if state.connecting {

@@ -50,13 +50,16 @@ extension ControlService {
                             + "encrypt to: rotate the key first (RotateEncryptionKey), then forget this one once they "
                             + "have picked up the new one")
                 case .unknown:
-                    let retired = tsp.keyring.retiredKids
                     throw TSPError(
                         .notFound,
                         "the TSP holds no card-data key \(TSPService.shownKeyID(kid)); "
-                            + (retired.isEmpty
-                                ? "it has no retired key, only the current one"
-                                : "its retired keys are " + retired.joined(separator: ", ")))
+                            + Self.retiredKeysText(newestFirst: tsp.keyring.retiredKids.reversed()))
+                case .noFile:
+                    throw TSPError(
+                        .failedPrecondition,
+                        "no file in \(TSPKeyFiles.directory(in: tsp.dataDirectory)) holds the retired key "
+                            + "\(TSPService.shownKeyID(kid)) any more (its file was replaced or removed since the TSP "
+                            + "started), so nothing was deleted and the key still decrypts until the TSP restarts")
                 case .forgotten:
                     log.info("card-data key forgotten", ["kid": kid])
                     return TspV1.ForgetEncryptionKeyResponse(keys: try tsp.publishedKeys())
@@ -66,32 +69,13 @@ extension ControlService {
     }
 }
 
-extension TSPService {
-    /// The keys as `GetEncryptionKeys` publishes them: the current key first, then the retired ones, newest first.
-    func publishedKeys() throws -> [TspV1.EncryptionKey] {
-        do {
-            return try keyring.publishedKeys().map {
-                TspV1.EncryptionKey(publicKeyIdentifier: $0.kid, publicKeyPem: $0.pem, current: $0.isCurrent)
-            }
-        } catch {
-            throw TSPError.internal("publishing its encryption keys", error)
-        }
-    }
-
-    /// Runs a key change once no other is running.
-    func changingKeys<T>(_ body: () async throws -> T) async throws -> T {
-        try await keyChanges.one(
-            "card-data keys", cancelled: CancellationError(), body)
-    }
-
-    /// A key file the TSP could not write or delete: UNAVAILABLE with where to look (the keys on disk and in use are
-    /// as they were, or the rotation is whole: each file is replaced by a rename).
-    func keyFileFailure(_ what: String, _ error: any Error) -> TSPError {
-        guard let error = error as? CardError, error.code == .io else { return TSPError.internal(what, error) }
-        return TSPError(
-            .storageUnavailable,
-            "the TSP could not write its key files while \(what) (\(error.message)); check the disk and the mode and "
-                + "owner of \(TSPKeyFiles.directory(in: dataDirectory)), then try again",
-            cause: error)
+extension ControlService {
+    /// The retired keys for a NOT_FOUND answer, newest first as `GetEncryptionKeys` lists them, and the first few
+    /// only: the newest are the likeliest to be meant, and a long list was cut at its end.
+    static func retiredKeysText(newestFirst kids: [String]) -> String {
+        guard !kids.isEmpty else { return "it has no retired key, only the current one" }
+        let shown = kids.prefix(5).joined(separator: ", ")
+        return "its retired keys, newest first: " + shown
+            + (kids.count > 5 ? " and \(kids.count - 5) more (tokenet tsp keys lists them)" : "")
     }
 }

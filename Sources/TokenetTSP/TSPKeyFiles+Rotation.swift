@@ -10,7 +10,7 @@ extension TSPKeyFiles {
     /// (`TSPKeyring` drops a retired copy of its current key); a rotation never loses a key that decrypts.
     static func rotate(
         _ keyring: TSPKeyring, dataDirectory: String, nowMs: UInt64
-    ) throws(CardError) -> (current: RSAPrivateKey, retired: RSAPrivateKey) {
+    ) throws -> (current: RSAPrivateKey, retired: RSAPrivateKey) {
         let directory = directory(in: dataDirectory)
         let previous = keyring.current
         let next = try RSAPrivateKey.generate()
@@ -18,8 +18,16 @@ extension TSPKeyFiles {
         // millisecond or the clock went back.
         let latest = try retiredFileNames(in: directory).compactMap(retiredTime).max()
         let atMs = latest.map { max(nowMs, $0 + 1) } ?? nowMs
-        try previous.write(toFile: directory + "/" + retiredFileName(kid: previous.kid, atMs: atMs))
-        try next.write(toFile: directory + "/card-key-current.pem")
+        let retiredPath = directory + "/" + retiredFileName(kid: previous.kid, atMs: atMs)
+        try previous.write(toFile: retiredPath)
+        do {
+            try next.write(toFile: directory + "/card-key-current.pem")
+        } catch {
+            // The copy would be harmless (the next start reads it as the current key), but the keys on disk are
+            // then not as they were, which the failure says they are.
+            try? SecretFile.remove(retiredPath)
+            throw error
+        }
         keyring.rotate(to: next)
         return (next, previous)
     }
@@ -48,33 +56,48 @@ extension TSPKeyFiles {
         case current
         /// No key the TSP holds has this kid.
         case unknown
+        /// The key is retired, but no file in the keys directory holds it any more (one was replaced or damaged
+        /// since the start): nothing was deleted, and the key stays, so that the answer is not "forgotten" for a
+        /// key whose file is still there.
+        case noFile
     }
 
-    /// Forgets the retired key `kid`: its files are deleted (every copy, should a crash have left two), then the
-    /// keyring drops it. The current key is never deleted.
-    static func forget(kid: String, in keyring: TSPKeyring, dataDirectory: String) throws(CardError) -> Forgetting {
+    /// Forgets the retired key `kid`: its files are deleted (every copy, should a crash have left two, and a file
+    /// named for it that no longer reads as a key, which would stop the next start), then the keyring drops it.
+    /// The current key is never deleted.
+    static func forget(kid: String, in keyring: TSPKeyring, dataDirectory: String) throws -> Forgetting {
         if keyring.currentKid == kid { return .current }
         guard keyring.key(for: kid) != nil else { return .unknown }
         let directory = directory(in: dataDirectory)
+        var deleted = 0
         for name in try retiredFileNames(in: directory) {
             let path = directory + "/" + name
-            // A file that does not read as a key is left alone: it is not the one asked for, and it was loaded at
-            // start, so it is a key this process just cannot read now (its mode changed): the start says so.
-            guard (try? RSAPrivateKey(contentsOfFile: path))?.kid == kid else { continue }
+            switch (try? RSAPrivateKey(contentsOfFile: path))?.kid {
+            case kid?: break
+            case nil where retiredTime(name) != nil && name.hasSuffix("-" + kid.prefix(16) + ".pem"): break
+            default: continue
+            }
             try SecretFile.remove(path)
+            deleted += 1
         }
+        guard deleted > 0 else { return .noFile }
         keyring.forget(kid: kid)
         return .forgotten
     }
 
     /// The retired keys' file names in `directory`, oldest first.
-    static func retiredFileNames(in directory: String) throws(CardError) -> [String] {
-        do {
-            return try FileManager.default.contentsOfDirectory(atPath: directory)
-                .filter { $0.hasPrefix("card-key-retired-") && $0.hasSuffix(".pem") }
-                .sorted()
-        } catch {
-            throw CardError(.io, "cannot list the key files in \(directory): \(error.localizedDescription)")
+    static func retiredFileNames(in directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory)
+            .filter { $0.hasPrefix("card-key-retired-") && $0.hasSuffix(".pem") }
+            .sorted()
+    }
+
+    /// Removes what a write interrupted by a crash left of a retired key (`card-key-retired-….pem.tmp.PID`, a copy
+    /// of a private key): no later write has its name, so nothing else would ever remove it.
+    static func removeInterruptedWrites(in directory: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix("card-key-retired-") && name.contains(".pem.tmp.") {
+            try? SecretFile.remove(directory + "/" + name)
         }
     }
 }

@@ -53,8 +53,24 @@ enum TSPKeyFiles {
             // Refused at the first start too, not only at the next: others could replace a key just made there.
             _ = try RSAPrivateKey(ownerOnlyFile: currentPath)
         }
-        let retired = try retiredFileNames(in: directory)
-            .map { name throws(CardError) in try RSAPrivateKey(ownerOnlyFile: directory + "/" + name) }
+        removeInterruptedWrites(in: directory)
+        let retired = try retiredFileNames(in: directory).map { name throws(CardError) -> RSAPrivateKey in
+            let path = directory + "/" + name
+            // A mode or owner to fix is said as for every key (`ownerOnlyFile`).
+            if let problem = SecretFile.exposure(of: path, what: "the key file") {
+                throw CardError(.invalidKey, problem)
+            }
+            do throws(CardError) {
+                return try RSAPrivateKey(contentsOfFile: path)
+            } catch {
+                // One damaged retired key stopped the TSP with nothing said about what to do.
+                throw CardError(
+                    error.code,
+                    "\(error.message); restore this retired card-data key from a backup, or remove the file to "
+                        + "drop the key (card data encrypted to it is then refused)",
+                    details: error.details, cause: error.cause)
+            }
+        }
         return TSPKeyring(current: current, retired: retired)
     }
 

@@ -147,7 +147,13 @@ extension TSPService {
                 switch error.code {
                 case .deadlineExceeded:
                     "the issuer did not answer within \(DurationText.describe(configuration.issuerDeadline))"
-                case .unavailable: "the issuer could not be reached"
+                // The runtime marks the failures of its own side; an UNAVAILABLE without a mark is the issuer's
+                // answer (its disk refusing writes, say), which "could not be reached" misdescribed.
+                case .unavailable where error.callWasNeverSent || error.unexpectedPeer != nil:
+                    "the issuer could not be reached"
+                case .unavailable where error.callWasNotProcessed: "the issuer was shutting down"
+                case .unavailable where error.connectionEndedHere: "the connection to the issuer was lost"
+                case .unavailable: "the issuer answered that it is unavailable"
                 default: "the issuer failed with \(error.code.protoValueName ?? String(error.code.rawValue))"
                 }
             log.warning(

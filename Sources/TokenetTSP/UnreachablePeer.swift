@@ -6,7 +6,11 @@ import TokenetWire
 struct UnreachablePeer: RPCCaller {
     let name: String
 
-    private var error: RPCError { RPCError(.unavailable, "no address is configured for the \(name)") }
+    /// Never sent (`callWasNeverSent`), as a call whose channel could not connect.
+    private var error: RPCError {
+        let message = "no address is configured for the \(name)"
+        return RPCError(.unavailable, message, cause: NotConnected(reason: message))
+    }
 
     func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions

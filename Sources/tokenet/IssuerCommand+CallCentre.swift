@@ -23,7 +23,7 @@ extension IssuerCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await answerMayBeLost(
+                try await hintingLostAnswer(
                     "the issuer may have had the TSP activate the token all the same: send the same command again, "
                         + "which says whether the token is ACTIVE"
                 ) {
@@ -34,19 +34,5 @@ extension IssuerCommand {
             text: { response, traceID in
                 PartyText.activateToken(response, digitalCardID: digitalCardID) + "\n(trace \(traceID))"
             })
-    }
-}
-
-extension IssuerCommand {
-    /// Runs an operator's call, adding `hint` to its failure when the issuer may have done it all the same (its
-    /// answer was lost, or did not come in time: `answerMayBeLost`): the bare DEADLINE_EXCEEDED read as nothing
-    /// done, where the TSP had activated the token or made the push receipt. The issuer's own account of its call
-    /// to the TSP ("the TSP …") gets no guess: it says what happened there.
-    static func answerMayBeLost<T>(_ hint: String, _ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as RPCError where answerMayBeLost(error) && !error.message.hasPrefix("the TSP") {
-            throw RPCError(error.code, "\(error.message); \(hint)", cause: error)
-        }
     }
 }

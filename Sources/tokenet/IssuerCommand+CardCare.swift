@@ -87,26 +87,6 @@ extension IssuerCommand {
         }
     }
 
-    /// Whether a failed call may have been carried out by the node all the same: its deadline passed, or the
-    /// connection was lost after the call was sent.
-    static func answerMayBeLost(_ error: RPCError) -> Bool {
-        // A call that never left this side (its deadline passed before it was sent) reached no one.
-        guard !error.callWasNeverSent else { return false }
-        return switch error.code {
-        case .deadlineExceeded: !error.message.hasPrefix("the deadline passed while connecting")
-        case .unavailable: !error.callWasNotProcessed && error.message.hasPrefix("connection lost")
-        default: false
-        }
-    }
-
-    /// Whether a failed change of token states may have been passed on to the TSP by the issuer: this command's own
-    /// call was lost after it was sent (`answerMayBeLost`). The issuer's own answers about its calls to the TSP
-    /// ("the TSP could not be reached, so no token was changed", "the TSP's ChangeIssuerTokenStates failed, so the
-    /// tokens' states are unknown") say already what happened there, and a call that never left changed nothing.
-    static func changeMayHaveReachedTSP(_ error: RPCError) -> Bool {
-        answerMayBeLost(error) && !error.message.hasPrefix("the TSP")
-    }
-
     static let renewCard = PartyAction(
         name: "renew-card", valued: ["--pan", "--exp"], switches: ["--json", "--abandon", "--force-complete"]
     ) { flags, command throws(CLIError) in

@@ -112,7 +112,7 @@ enum IssuerCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await answerMayBeLost(
+                try await hintingLostAnswer(
                     "the issuer may have pushed the card all the same; pushing it again is safe (a receipt or "
                         + "session that is not used expires)"
                 ) { try await IssuerV1.IssuerControl.Client(session.client).pushCard(request, options: callOptions) }

@@ -39,6 +39,29 @@ import Testing
         #expect(try RSAPrivateKey(contentsOfFile: path).kid == Fixtures.key.kid)
     }
 
+    /// A directory or a dangling link in a key file's place is said as such, with the system's reason: the
+    /// directory was told to "run chmod 600", and the link read as a bare "cannot read".
+    @Test func aKeyFileThatIsNoFileSaysWhy() throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let folder = directory.appendingPathComponent("card-key.pem").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder)
+        #expect {
+            try RSAPrivateKey(ownerOnlyFile: folder)
+        } throws: {
+            ($0 as? CardError)?.message == "the key file \(folder) is a directory, not a file"
+        }
+        let link = directory.appendingPathComponent("gone.pem").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/nonexistent/x.pem")
+        #expect {
+            try RSAPrivateKey(ownerOnlyFile: link)
+        } throws: {
+            ($0 as? CardError)?.message
+                == "the private key file: cannot open \(link): No such file or directory (errno 2)"
+        }
+    }
+
     /// A key file other users can read is refused with what to run, as the vault key is; the owner's own loads.
     @Test func anOwnerOnlyKeyFileOthersCanReadIsRefused() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rsa-\(UUID().uuidString)")

@@ -55,6 +55,23 @@ import TokenetWire
         }
     }
 
+    /// A call whose deadline passed while it was connecting never reached the TSP: UNAVAILABLE, with no "may have
+    /// done so" (the login that made it gives its counters back for that reason).
+    @Test func aCallThatNeverLeftIsNotSaidToHaveBeenDone() async {
+        do {
+            _ = try await IssuerEnrolmentBackend.calling("log in", ifUnanswered: "log in again") {
+                () async throws -> Int in
+                throw RPCError(
+                    .deadlineExceeded, "the deadline passed while connecting",
+                    cause: NotConnected(reason: "the deadline passed while connecting"))
+            }
+            Issue.record("the call succeeded")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(!error.message.contains("may have done so"), "\(error.message)")
+        }
+    }
+
     /// A TSP that did not answer in time may have done what was asked: DEADLINE_EXCEEDED, which says so, with what
     /// to do when the call says it; it read as UNAVAILABLE, a TSP that was down, though the TSP had registered an
     /// enrolment whose code nobody got.

@@ -79,6 +79,29 @@ final class Switch: Sendable {
         }
     }
 
+    /// A TSP that does not answer the lookup: the push goes on with the key it has once the lookup's time is up,
+    /// and the pushes after it do not ask again for a while (`TSPLink.lookupPause`), so that only one waits.
+    @Test func aPushDoesNotWaitForATSPThatDoesNotAnswerTheLookup() async throws {
+        let registered = try Support.tspKey()
+        var router = RPCRouter()
+        router.unary(TspV1.Issuers.registerIssuer) { (_, _) async throws -> TspV1.RegisterIssuerResponse in
+            TspV1.RegisterIssuerResponse(
+                tspPublicKeyIdentifier: registered.kid, tspPublicKeyPem: try registered.publicKey.pem())
+        }
+        router.unary(TspV1.Provisioning.getEncryptionKeys) { _, _ in
+            try await Task.sleep(for: .seconds(600))
+            return TspV1.GetEncryptionKeysResponse()
+        }
+        // Counted as this side makes them: on a loaded machine a lookup's time can be up before the fake hears it.
+        let counted = UnreachableSwitch(Support.connect(router, as: .issuer))
+        let link = TSPLink(caller: counted, attemptTimeout: nil, keyQueryTimeout: .milliseconds(100)) {
+            TspV1.RegisterIssuerRequest()
+        }
+        try await link.register()
+        for _ in 0..<3 { #expect(try await link.keyForPushing().kid == registered.kid) }
+        #expect(counted.unaryCalls.filter { $0.hasSuffix("/GetEncryptionKeys") }.count == 1)
+    }
+
     /// A channel to `tsp` whose connections are refused until `up` is set.
     static func channel(to tsp: FakeTSP, up: Switch) -> RPCChannel {
         let server = RPCServer(router: tsp.router)

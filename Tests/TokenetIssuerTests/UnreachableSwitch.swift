@@ -21,6 +21,10 @@ final class UnreachableSwitch: RPCCaller {
 
     func set(unreachable: Bool) { self.unreachable.withLock { $0 = unreachable } }
 
+    /// The unary calls made through it, by path, in order (refused ones too).
+    var unaryCalls: [String] { calls.withLock { $0 } }
+    private let calls = Mutex<[String]>([])
+
     private func check() throws {
         guard unreachable.withLock({ $0 }) else { return }
         throw refusal
@@ -29,6 +33,7 @@ final class UnreachableSwitch: RPCCaller {
     func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
     ) async throws -> Response {
+        calls.withLock { $0.append(method.path) }
         try check()
         return try await inner.unary(method, request, options: options)
     }

@@ -184,6 +184,19 @@ import TokenetWire
         #expect(response.declineReason.contains("above the stand-in approval limit"))
     }
 
+    /// An issuer that answers UNAVAILABLE itself (its disk refusing writes, say) was reached: the stand-in's reason
+    /// says what it answered, where "the issuer could not be reached" sent its operator looking at the network.
+    @Test func anIssuerAnsweringUnavailableIsNotSaidUnreachable() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.unavailable)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa())
+        #expect(response.decidedBy == "stand-in")
+        let history = try await tsp.control.tokenHistory(.init(digitalCardID: response.digitalCardID))
+        #expect(
+            history.events.last?.reason.contains("the issuer answered that it is unavailable") == true,
+            "\(history.events)")
+    }
+
     /// An issuer that answers with an error refusing the question was reached: the stand-in, which stands in for an
     /// issuer that cannot be reached or is too slow, does not approve the card; it is declined with the issuer's
     /// words. (A TSP that asked the wrong issuer node got such an answer, and the stand-in approved the card.)

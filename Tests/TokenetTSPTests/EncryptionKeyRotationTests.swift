@@ -124,12 +124,70 @@ import TokenetWire
         let current = tsp.directory + "/keys/card-key-current.pem"
         try FileManager.default.removeItem(atPath: current)
         try FileManager.default.createDirectory(atPath: current + "/in-the-way", withIntermediateDirectories: true)
-        await expectRPCError(.unavailable, "could not write its key files") {
+        await expectRPCError(.unavailable, "could not write or delete its key files") {
             try await tsp.control.rotateEncryptionKey(.init())
         }
         let keys = try await tsp.wallet.getEncryptionKeys(.init()).keys
         #expect(keys.map(\.publicKeyIdentifier) == [TSPHarness.tspKey.kid])
+        // The retired copy the rotation wrote first is taken back: the files are as they were.
+        #expect(try Self.retiredFiles(tsp).isEmpty)
         #expect(tsp.logs.lines.contains { $0.contains("RotateEncryptionKey failed") })
+    }
+
+    /// A retired key's file damaged since the start (named for the key, no longer a key) is deleted by forgetting
+    /// the key, where it was left and stopped the next start; a key whose file is gone is not said forgotten.
+    @Test func forgettingAKeyWhoseFileChangedSaysWhatWasDone() async throws {
+        let tsp = try TSPHarness.make()
+        _ = try await tsp.control.rotateEncryptionKey(.init())
+        let second = try await tsp.control.rotateEncryptionKey(.init())
+        let files = try Self.retiredFiles(tsp)
+        #expect(files.count == 2)
+        let keys = tsp.directory + "/keys/"
+        try Data("junk\n".utf8).write(to: URL(fileURLWithPath: keys + files[0]))
+        _ = try await tsp.control.forgetEncryptionKey(.init(publicKeyIdentifier: TSPHarness.tspKey.kid))
+        #expect(try Self.retiredFiles(tsp) == [files[1]])
+        try FileManager.default.removeItem(atPath: keys + files[1])
+        await expectRPCError(.failedPrecondition, "so nothing was deleted and the key still decrypts") {
+            try await tsp.control.forgetEncryptionKey(.init(publicKeyIdentifier: second.retiredKeyIdentifier))
+        }
+        #expect(try await tsp.wallet.getEncryptionKeys(.init()).keys.count == 2)
+    }
+
+    /// NOT_FOUND names the retired keys newest first, as `GetEncryptionKeys` lists them, five at most.
+    @Test func anUnknownKeyIsAnsweredWithTheNewestRetiredKeys() async throws {
+        let tsp = try TSPHarness.make()
+        var retired: [String] = []
+        for _ in 0..<7 { retired.append(try await tsp.control.rotateEncryptionKey(.init()).retiredKeyIdentifier) }
+        let newest = retired.reversed().prefix(5).joined(separator: ", ")
+        await expectRPCError(.notFound, "its retired keys, newest first: \(newest) and 2 more (tokenet tsp keys") {
+            try await tsp.control.forgetEncryptionKey(.init(publicKeyIdentifier: "deadbeef"))
+        }
+        #expect(ControlService.retiredKeysText(newestFirst: []) == "it has no retired key, only the current one")
+    }
+
+    /// What a crash left behind: a retired copy of the current key is read as the current key alone, a temporary
+    /// file of a retired key's write is removed, and a damaged retired key stops the start with what to do.
+    @Test func aStartReadsWhatAnInterruptedRotationLeft() throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let keys = directory + "/keys/"
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try TSPHarness.tspKey.write(toFile: keys + "card-key-current.pem")
+        try TSPHarness.tspKey.write(
+            toFile: keys + TSPKeyFiles.retiredFileName(kid: TSPHarness.tspKey.kid, atMs: 1_796_537_418_622))
+        let leftover = keys + TSPKeyFiles.retiredFileName(kid: "ab", atMs: 1) + ".tmp.4242"
+        try TSPHarness.tspKey.write(toFile: leftover)
+        let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: directory)
+        #expect(keyring.currentKid == TSPHarness.tspKey.kid && keyring.retiredKids.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+
+        try Data("junk\n".utf8).write(to: URL(fileURLWithPath: keys + "card-key-retired-1.pem"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keys + "card-key-retired-1.pem")
+        #expect {
+            try TSPKeyFiles.loadKeyring(dataDirectory: directory)
+        } throws: {
+            "\($0)".contains("card-key-retired-1.pem (5 bytes)")
+                && "\($0)".contains("restore this retired card-data key from a backup, or remove the file")
+        }
     }
 
     @Test func retiredFileNamesSortOldestFirst() {

@@ -269,9 +269,7 @@ import TokenetTestSupport
         let tspProcess = tsp.process
         defer { _ = tspProcess.send(SIGCONT) }
         let late = try await tokenet([
-            // 5 s, so the issuer keeps its most room to answer (a fifth, at most 1 s): with 2 s, its 400 ms were
-            // not always enough on a machine busy with the whole suite.
-            "issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "11/31", "--deadline", "5s",
+            "issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "11/31", "--deadline", "2s",
         ])
         #expect(tsp.process.send(SIGCONT))
         #expect(late.status == 64 + 4, "\(late.stdout)\(late.stderr)")

@@ -579,7 +579,9 @@ extension IssuerV1 {
 }
 
 extension IssuerV1 {
-    /// The issuer backend.
+    /// The issuer backend. Here and in IssuerAppAuth, a TSP that cannot be reached is UNAVAILABLE (nothing reached it),
+    /// and one that did not answer within the call's time DEADLINE_EXCEEDED, saying that it may have acted all the same
+    /// (an enrolment it registered then has a code nobody got: enrol again, which replaces it).
     public enum IssuerEnrolment {
         public static let serviceName = "tokenet.issuer.v1.IssuerEnrolment"
 

@@ -456,7 +456,8 @@ extension TspV1 {
 
         /// Stops decrypting with a retired key and deletes it from the data directory: card data encrypted to it is
         /// INVALID_ARGUMENT from then on ("no decryption key has kid …"). The current key is FAILED_PRECONDITION (rotate
-        /// first); a key id the TSP does not hold is NOT_FOUND, and so is one already forgotten.
+        /// first); a key id the TSP does not hold is NOT_FOUND, and so is one already forgotten. A retired key whose file
+        /// was removed or replaced since the TSP started is FAILED_PRECONDITION, and is not forgotten.
         public static let forgetEncryptionKey = MethodDescriptor<TspV1.ForgetEncryptionKeyRequest, TspV1.ForgetEncryptionKeyResponse>(
             service: serviceName, name: "ForgetEncryptionKey", kind: .unary, allowedRoles: ["operator"]
         )
