@@ -172,6 +172,31 @@ import TokenetTestSupport
         }
     }
 
+    /// The operator rotates the TSP's card-data key and forgets the one the issuer registered with: a card typed
+    /// into the wallet and one the issuer pushes still reach the TSP, each encrypted to the new key, where the
+    /// issuer's push kept the key of its registration and was refused once that key was forgotten.
+    @Test func aRotatedKeyIsFollowedByTheWalletAndTheIssuer() async throws {
+        let rotated = try await tokenet(["tsp", "rotate-key", tsp.listen, "--json"])
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let old = try #require(try json(rotated)["retiredKeyIdentifier"] as? String)
+        let forgotten = try await tokenet(["tsp", "forget-key", tsp.listen, old])
+        #expect(forgotten.status == 0, "\(forgotten.stderr)")
+
+        let typed = try await tokenet(
+            ["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123"])
+        #expect(typed.stdout.hasPrefix("card-1: Visa card ending 0009 is eligible."), "\(typed.stderr)")
+        let push = try await tokenet([
+            "issuer", "push-card", issuer.listen, "card-mc-receipt", "--mode", "receipt", "--json",
+        ])
+        #expect(push.status == 0, "\(push.stderr)")
+        let payload = try #require((try json(push)["receipt"] as? [String: Any])?["payload"] as? String)
+        let pushed = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--receipt", payload, "--scheme", "mastercard",
+        ])
+        #expect(pushed.stdout.hasPrefix("card-2: Mastercard card ending 0037 is eligible."), "\(pushed.stderr)")
+        #expect(!tsp.stderr.contains("no decryption key has kid"), "\(tsp.stderr)")
+    }
+
     @Test func declinesStepUpsAndIneligibleCards() async throws {
         _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "2223000010000047", "--exp", "03/30"])
         let declined = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
