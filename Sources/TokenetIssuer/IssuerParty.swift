@@ -36,7 +36,7 @@ struct IssuerParty: Sendable {
         let memory = TSPLink.RegisteredTSPMemory(
             load: { () throws(IssuerError) in try store.registeredTSPNodeID() },
             save: { (nodeID) throws(IssuerError) in try store.setRegisteredTSP(nodeID: nodeID) })
-        let link = TSPLink(caller: tsp, attemptTimeout: registrationTimeout, memory: memory) {
+        let link = TSPLink(caller: tsp, attemptTimeout: registrationTimeout, memory: memory, logger: logger) {
             () throws(IssuerError) in
             guard let profile = try store.profile() else {
                 throw IssuerError(.fixture, "the issuer has no profile yet; start it once with --fixtures FILE")

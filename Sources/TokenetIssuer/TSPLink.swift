@@ -31,6 +31,9 @@ final class TSPLink: Sendable {
     /// Until when pushes use the key they have without asking: set when a lookup failed, so that while the TSP does
     /// not answer only the first push waits for it.
     private let lookupsPausedUntil = Mutex<ContinuousClock.Instant?>(nil)
+    /// Where a failed lookup is said (once a pause): a push the TSP then refuses for an old key would otherwise
+    /// leave nothing in the issuer's log to say why its key was not the current one.
+    private let logger: Logger?
     static let lookupPause = Duration.seconds(30)
 
     /// Where the TSP it registered with is kept across restarts (the issuer's store); nil keeps it in memory only.
@@ -41,9 +44,10 @@ final class TSPLink: Sendable {
 
     init(
         caller: (any RPCCaller)?, attemptTimeout: Duration? = .seconds(5), keyQueryTimeout: Duration? = .seconds(2),
-        memory: RegisteredTSPMemory? = nil,
+        memory: RegisteredTSPMemory? = nil, logger: Logger? = nil,
         request: @escaping @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     ) {
+        self.logger = logger
         self.caller = caller
         self.attemptTimeout = attemptTimeout
         self.keyQueryTimeout = keyQueryTimeout
@@ -196,6 +200,10 @@ final class TSPLink: Sendable {
             ).keys
         } catch {
             lookupsPausedUntil.withLock { $0 = .now + Self.lookupPause }
+            logger?.warning(
+                "the TSP did not tell its current card-data key; pushing with the key this node last had, and "
+                    + "asking again in \(Self.lookupPause.components.seconds) s",
+                ["error": "\(error)"])
             return nil
         }
         lookupsPausedUntil.withLock { $0 = nil }

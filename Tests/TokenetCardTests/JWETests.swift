@@ -318,7 +318,7 @@ import Testing
         #expect(keyring.retiredKids == [Fixtures.key.kid])
     }
 
-    @Test func rotatingToTheCurrentKeyChangesNothing() throws {
+    @Test func rotatingToTheCurrentKeyChangesNothingAndCopiesAreKeptOnce() throws {
         // A retired copy of the current key, and a key retired twice, as an interrupted rotation leaves on disk.
         let keyring = TSPKeyring(current: Fixtures.key, retired: [Fixtures.otherKey, Fixtures.key, Fixtures.otherKey])
         #expect(keyring.retiredKids == [Fixtures.otherKey.kid])

@@ -94,12 +94,14 @@ final class Switch: Sendable {
         }
         // Counted as this side makes them: on a loaded machine a lookup's time can be up before the fake hears it.
         let counted = UnreachableSwitch(Support.connect(router, as: .issuer))
-        let link = TSPLink(caller: counted, attemptTimeout: nil, keyQueryTimeout: .milliseconds(100)) {
-            TspV1.RegisterIssuerRequest()
-        }
+        let sink = MemoryLogSink()
+        let link = TSPLink(
+            caller: counted, attemptTimeout: nil, keyQueryTimeout: .milliseconds(100), logger: Support.logger(sink)
+        ) { TspV1.RegisterIssuerRequest() }
         try await link.register()
         for _ in 0..<3 { #expect(try await link.keyForPushing().kid == registered.kid) }
         #expect(counted.unaryCalls.filter { $0.hasSuffix("/GetEncryptionKeys") }.count == 1)
+        #expect(sink.lines.filter { $0.contains("the TSP did not tell its current card-data key") }.count == 1)
     }
 
     /// A channel to `tsp` whose connections are refused until `up` is set.
