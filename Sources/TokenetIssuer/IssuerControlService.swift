@@ -65,11 +65,22 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                         + "(PUSH_MODE_SESSION; tokenet issuer push-card ISSUER_ADDR \(card.id) --mode session)")
             }
             let response = try await forwarding("the TSP") {
-                let encrypted = try await encryptForTSP(card)
-                return try await TspV1.Issuers.Client(tspCaller()).createPushReceipt(
-                    TspV1.CreatePushReceiptRequest(
-                        encryptedCardData: encrypted, walletAccountID: request.walletAccountID,
-                        walletNodeID: request.walletNodeID))
+                try await tsp.pushing { key in
+                    do {
+                        return try await TspV1.Issuers.Client(tspCaller()).createPushReceipt(
+                            TspV1.CreatePushReceiptRequest(
+                                encryptedCardData: try encryptForTSP(card, to: key),
+                                walletAccountID: request.walletAccountID, walletNodeID: request.walletNodeID),
+                            options: .answeringInTime)
+                    } catch let error as RPCError where error.code == .deadlineExceeded && !error.callWasNeverSent {
+                        // Said before the operator's own deadline, where a bare "the deadline passed" came back.
+                        throw RPCError(
+                            .deadlineExceeded,
+                            "the TSP did not answer CreatePushReceipt within this call's deadline; it may have made "
+                                + "the receipt all the same: push the card again (a receipt that is not used expires)",
+                            cause: error)
+                    }
+                }
             }
             try store.recordPush(
                 cardID: card.id, mode: "RECEIPT", walletAccountID: request.walletAccountID, outcome: "receipt",
@@ -92,10 +103,12 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                     "issuer-node was started without --wallet, so it cannot push cards to the wallet backend")
             }
             let response = try await forwarding("the wallet backend", sayingWhose: true) {
-                let encrypted = try await encryptForTSP(card)
-                return try await WalletV1.WalletPush.Client(wallet).pushCardData(
-                    WalletV1.PushCardDataRequest(
-                        encryptedCardData: encrypted, walletAccountID: request.walletAccountID))
+                try await tsp.pushing { key in
+                    try await WalletV1.WalletPush.Client(wallet).pushCardData(
+                        WalletV1.PushCardDataRequest(
+                            encryptedCardData: try encryptForTSP(card, to: key),
+                            walletAccountID: request.walletAccountID))
+                }
             }
             guard !response.pushSessionID.isEmpty else {
                 throw RPCError(.internal, "the wallet backend answered without a push session id")
@@ -117,9 +130,8 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
         return caller
     }
 
-    /// The card as a JWE to the TSP's current key (also what the wallet backend forwards to the TSP).
-    private func encryptForTSP(_ card: StoredCard) async throws -> CardV1.EncryptedCardData {
-        let key = try await tsp.keyForPushing()
+    /// The card as a JWE to the TSP's `key` (also what the wallet backend forwards to the TSP).
+    private func encryptForTSP(_ card: StoredCard, to key: RSAPublicKey) throws -> CardV1.EncryptedCardData {
         let data = CardData(pan: card.pan, expiry: card.expiry, cvv2: card.cvc, name: card.cardholderName)
         do {
             return CardV1.EncryptedCardData(

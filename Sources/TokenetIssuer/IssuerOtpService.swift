@@ -62,13 +62,13 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
         return IssuerV1.SendOtpResponse(maskedDestination: destination)
     }
 
-    /// How long the code stands, as the message tells the cardholder: "10 minutes", "1 minute", "45 seconds".
+    /// How long the code stands, as the message tells the cardholder: "10 minutes", "90 seconds", "45 seconds".
     static func timeLeft(until expiresAtMs: UInt64, from sentAt: Date) -> String {
-        let seconds = max(1, Int((Double(expiresAtMs) / 1000 - sentAt.timeIntervalSince1970).rounded()))
-        guard seconds >= 90 else {
-            return seconds >= 60 ? "1 minute" : seconds == 1 ? "1 second" : "\(seconds) seconds"
-        }
-        return "\(Int((Double(seconds) / 60).rounded())) minutes"
+        let seconds = max(1, Int((Double(expiresAtMs) / 1000 - sentAt.timeIntervalSince1970).rounded(.down)))
+        // Never more than the code lasts: rounded to the nearest minute, 90 s read "2 minutes", and a cardholder
+        // who took 100 s found the code expired.
+        guard seconds >= 120 else { return seconds == 1 ? "1 second" : "\(seconds) seconds" }
+        return "\(seconds / 60) minutes"
     }
 }
 

@@ -24,6 +24,26 @@ final class TSPLink: Sendable {
     /// Each registration attempt waits this long for the TSP (the channel reconnects within it); nil leaves it to
     /// the channel's own attempt limit.
     let attemptTimeout: Duration?
+    /// Runs `push` with the key to push with (`keyForPushing`); when the TSP refuses the card data for its key (one
+    /// it forgot since this node learnt it, while lookups were paused), asks for the current key at once and runs
+    /// `push` once more with it: every push failed until the pause ran out.
+    func pushing<T>(_ push: (RSAPublicKey) async throws -> T) async throws -> T {
+        let key = try await keyForPushing()
+        do {
+            return try await push(key)
+        } catch let error as RPCError where Self.refusesKey(error) {
+            lookupsPausedUntil.withLock { $0 = nil }
+            guard let latest = await publishedCurrentKey(), latest.kid != key.kid else { throw error }
+            tspKey.withLock { $0 = latest }
+            return try await push(latest)
+        }
+    }
+
+    /// Whether the TSP (directly, or through the wallet backend) refused card data for the key it was encrypted to.
+    static func refusesKey(_ error: RPCError) -> Bool {
+        error.code == .invalidArgument && error.message.contains("no decryption key has kid")
+    }
+
     /// How long a push waits for the TSP's current key before it uses the one it has; nil leaves it to the call's
     /// own deadline. Inside a served call it waits at most an eighth of the time left, so that a TSP that does not
     /// answer leaves the call it serves the time to say so.

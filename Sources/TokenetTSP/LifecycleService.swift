@@ -160,11 +160,8 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
         try await tsp.handling("ReplenishPaymentKeys", context) { log in
             let token = try tsp.existingToken(request.digitalCardID)
             try TSPService.requireWallet(context.peer?.nodeID, owns: token)
-            guard token.state == .active else {
-                throw TSPError(
-                    .failedPrecondition,
-                    "token \"\(token.digitalCardID)\" is \(token.state); payment keys are issued to ACTIVE tokens only")
-            }
+            // The token's state is checked where the batch is stored (`insertKeyBatch`), after a request id asked
+            // again is answered with its batch.
             guard request.requestID.utf8.count <= Self.maxRequestIDLength else {
                 throw TSPError(
                     .invalidArgument,

@@ -44,11 +44,16 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
                 do { pan = try card.pan() } catch {
                     throw TSPError(.invalidArgument, "the pushed card number is not valid: \(TSPError.describe(error))")
                 }
-                guard
-                    try tsp.store.issuers().contains(where: {
-                        $0.peerNodeID == request.pushingIssuerNodeID && $0.owns(pan)
-                    })
-                else {
+                let registered = try tsp.store.issuers().filter { $0.peerNodeID == request.pushingIssuerNodeID }
+                // A node that registered no issuer was told about BIN ranges it never had.
+                guard !registered.isEmpty else {
+                    throw TSPError(
+                        .permissionDenied,
+                        "issuer node \(request.pushingIssuerNodeID) has registered no issuer with this TSP, so it "
+                            + "pushes no card: check pushing_issuer_node_id (the node id of the pushing issuer's "
+                            + "certificate)")
+                }
+                guard registered.contains(where: { $0.owns(pan) }) else {
                     throw TSPError(
                         .permissionDenied,
                         "the card ending in \(pan.last4) is not in a BIN range that issuer node "

@@ -40,6 +40,10 @@ enum TSPKeyFiles {
         }
     }
 
+    static let damagedRetiredKeyAdvice =
+        "restore this retired card-data key from a backup, or remove the file to drop the key (card data encrypted to "
+        + "it is then refused)"
+
     /// Loads the keyring, making and saving a first key when there is none.
     static func loadKeyring(dataDirectory: String) throws -> TSPKeyring {
         let directory = try makeDirectory(dataDirectory)
@@ -56,9 +60,11 @@ enum TSPKeyFiles {
         removeInterruptedWrites(in: directory)
         let retired = try retiredFileNames(in: directory).map { name throws(CardError) -> RSAPrivateKey in
             let path = directory + "/" + name
-            // A mode or owner to fix is said as for every key (`ownerOnlyFile`).
+            // A mode or owner to fix is said as for every key (`ownerOnlyFile`); a directory in the key's place is
+            // no mode to fix, and gets the advice for a damaged key below.
             if let problem = SecretFile.exposure(of: path, what: "the key file") {
-                throw CardError(.invalidKey, problem)
+                guard problem.hasSuffix("is a directory, not a file") else { throw CardError(.invalidKey, problem) }
+                throw CardError(.io, problem + "; " + Self.damagedRetiredKeyAdvice)
             }
             do throws(CardError) {
                 return try RSAPrivateKey(contentsOfFile: path)
@@ -66,8 +72,7 @@ enum TSPKeyFiles {
                 // One damaged retired key stopped the TSP with nothing said about what to do.
                 throw CardError(
                     error.code,
-                    "\(error.message); restore this retired card-data key from a backup, or remove the file to "
-                        + "drop the key (card data encrypted to it is then refused)",
+                    "\(error.message); \(Self.damagedRetiredKeyAdvice)",
                     details: error.details, cause: error.cause)
             }
         }

@@ -19,6 +19,16 @@ extension TSPService {
         guard !request.eligibilityReceipt.isEmpty else {
             throw TSPError(.invalidArgument, "eligibility_receipt is required: call CheckEligibility first")
         }
+        // Missing, they were refused as "another" account or device, which sent a wallet's developer looking for a
+        // mix-up where a field had been left out.
+        guard !request.walletAccountID.isEmpty else {
+            throw TSPError(
+                .invalidArgument, "wallet_account_id is required: the account the eligibility check was made for")
+        }
+        guard let deviceID = request.device?.deviceID, !deviceID.isEmpty else {
+            throw TSPError(
+                .invalidArgument, "device.device_id is required: the device the eligibility check was made for")
+        }
         if let risk = request.risk { try Self.checkRisk(risk) }
         try await expireAbandonedStepUps(traceID: traceID, log: log)
         let start = try store.beginDigitization(

@@ -47,11 +47,15 @@ extension TSPStore {
                 // Replaying a request needs the wallet node and account it was made for, not just its two
                 // identifiers: another node replaying them was answered with the first node's token.
                 let owner = try tx.queryOne(
-                    "SELECT wallet_account_id, wallet_node_id FROM eligibility_receipts WHERE receipt = ?",
+                    "SELECT wallet_account_id, wallet_node_id, device_id FROM eligibility_receipts WHERE receipt = ?",
                     [try row.text(0)])
                 if let owner { try EligibilityReceiptRecord.requireChecked(by: walletNodeID, owner: try owner.get(1)) }
                 guard try owner?.text(0) == request.walletAccountID else {
                     throw TSPError(.permissionDenied, "the eligibility receipt was issued to another wallet account")
+                }
+                // As the first request was checked: a replay naming another device got the first device's token.
+                guard try owner?.text(2) == (request.device?.deviceID ?? "") else {
+                    throw TSPError(.permissionDenied, "the eligibility receipt was issued for another device")
                 }
                 if try row.text(2) == "done" {
                     return .completed(try TspV1.DigitizeResponse(serializedBytes: try row.get(3, as: [UInt8].self)))

@@ -281,7 +281,8 @@ extension TSPStore {
 
     /// Records a batch of payment keys, journaling `announcements` with it. The token must still be ACTIVE in this
     /// transaction (FAILED_PRECONDITION otherwise, NOT_FOUND for an unknown token): the caller read it before, and a
-    /// suspend or delete that committed since must not be followed by keys for a token that no longer pays.
+    /// suspend or delete that committed since must not be followed by keys for a token that no longer pays. A
+    /// request id that has its batch already is answered with it, whatever the token's state now.
     func insertKeyBatch(
         id: String, digitalCardID: String, issued: UInt32, remainingBefore: UInt32, requestID: String = "",
         nowMs: UInt64, announcing announcements: [Announcement] = []
@@ -291,20 +292,21 @@ extension TSPStore {
                 guard
                     let row = try tx.queryOne("SELECT state FROM tokens WHERE digital_card_id = ?", [digitalCardID])
                 else { throw TSPError.unknownToken(digitalCardID) }
-                let state = try row.text(0)
-                guard state == TokenLifecycleStateMachine.State.active.rawValue else {
-                    throw TSPError(
-                        .failedPrecondition,
-                        "token \"\(digitalCardID)\" is \(state); payment keys are issued to ACTIVE tokens only")
-                }
                 // Looked up in the transaction that would insert it: two requests with one id at once (a wallet that
-                // asked again while its first call still ran here) get one batch.
+                // asked again while its first call still ran here) get one batch. Before the state: a wallet whose
+                // answer was lost, and whose token was suspended meanwhile, learns the batch it was issued.
                 if !requestID.isEmpty,
                     let earlier = try tx.queryOne(
                         "SELECT id, keys_issued FROM key_batches WHERE digital_card_id = ? AND request_id = ?",
                         [digitalCardID, requestID])
                 {
                     return KeyBatch(id: try earlier.text(0), issued: UInt32(try earlier.int64(1)), reissued: true)
+                }
+                let state = try row.text(0)
+                guard state == TokenLifecycleStateMachine.State.active.rawValue else {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "token \"\(digitalCardID)\" is \(state); payment keys are issued to ACTIVE tokens only")
                 }
                 _ = try tx.execute(
                     """

@@ -241,8 +241,8 @@ final class TSPStore: Sendable {
             else {
                 throw TSPError(
                     .notFound,
-                    "push session \"\(id)\" is unknown; the issuer creates one with CreatePushSession (tokenet issuer "
-                        + "push-card ISSUER_ADDR CARD --mode session)")
+                    "push session \"\(id)\" is unknown; the wallet backend creates one with CreatePushSession when "
+                        + "an issuer pushes a card to it (tokenet issuer push-card ISSUER_ADDR CARD --mode session)")
             }
             // A used session is used, whoever asks: "stays unused" below would be wrong for it.
             if try row.get(2, as: Int64?.self) != nil { throw Self.pushSessionUsed(id) }

@@ -132,9 +132,12 @@ import TokenetWire
         #expect(text.hasPrefix("Your Second Bank app activation code is CODE1XYZ"), "\(text)")
     }
 
-    /// The message says how long the code lasts as the one-time codes' messages do: a TSP whose codes last 10 s
-    /// said "it expires in 1 minute".
-    @Test(arguments: [(10_000, "10 seconds"), (75_000, "1 minute"), (3_600_000, "60 minutes")])
+    /// The message says how long the code lasts as the one-time codes' messages do, never longer than it does: a
+    /// TSP whose codes last 10 s said "it expires in 1 minute", and one of 90 s "2 minutes".
+    @Test(arguments: [
+        (10_000, "10 seconds"), (90_000, "90 seconds"), (150_000, "2 minutes"), (3_599_000, "59 minutes"),
+        (3_600_000, "60 minutes"),
+    ])
     func theCodesMessageSaysHowLongItLasts(_ lifetimeMs: UInt64, _ said: String) async throws {
         let tsp = FakeTSPAuth()
         tsp.state.withLock { $0.activationLifetimeMs = lifetimeMs }

@@ -136,6 +136,8 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
         var refusal: RPCError?
         /// When set, RegisterIssuer fails with it (and records nothing).
         var registrationRefusal: RPCError?
+        /// CreatePushReceipt answers nothing for a minute, as a TSP that hangs.
+        var hangReceipts = false
     }
 
     let key: RSAPrivateKey
@@ -158,6 +160,7 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
     func createPushReceipt(
         _ request: TspV1.CreatePushReceiptRequest, context: ServerContext
     ) async throws -> TspV1.CreatePushReceiptResponse {
+        if state.withLock({ $0.hangReceipts }) { try await Task.sleep(for: .seconds(60)) }
         let jwe = request.encryptedCardData?.jwe ?? ""
         let card = try CardData(json: try JWE.decrypt(jwe, with: key))
         let refusal = state.withLock { state in

@@ -27,6 +27,24 @@ import TokenetWire
         try await control.pushCard(IssuerV1.PushCardRequest(cardID: cardID, mode: mode, walletAccountID: "wa-1"))
     }
 
+    /// A TSP that does not answer a push receipt is said by the issuer before the operator's deadline, with what
+    /// may have happened, where the operator got a bare "the deadline passed".
+    @Test func aReceiptTheTSPDoesNotAnswerIsSaidInTime() async throws {
+        tsp.state.withLock { $0.hangReceipts = true }
+        do {
+            _ = try await control.pushCard(
+                IssuerV1.PushCardRequest(cardID: Cards.mcReceipt.0, mode: .receipt),
+                options: CallOptions(timeout: .seconds(3)))
+            Issue.record("the push succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .deadlineExceeded)
+            #expect(
+                error.message.hasPrefix(
+                    "the TSP did not answer CreatePushReceipt within this call's deadline; it may "),
+                "\(error.message)")
+        }
+    }
+
     @Test func listsMaskedCards() async throws {
         let cards = try await control.listCards(IssuerV1.ListCardsRequest()).cards
         #expect(cards.map(\.cardID) == Cards.all.map(\.0).sorted())

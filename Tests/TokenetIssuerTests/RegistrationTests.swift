@@ -104,6 +104,43 @@ final class Switch: Sendable {
         #expect(sink.lines.filter { $0.contains("the TSP did not tell its current card-data key") }.count == 1)
     }
 
+    /// A push the TSP refuses for its key (forgotten there while this node's lookups were paused, the TSP having
+    /// not answered one) asks for the current key at once and is made again with it, where every push failed until
+    /// the pause ran out.
+    @Test func aPushRefusedForAForgottenKeyIsMadeAgainWithTheCurrentOne() async throws {
+        let registered = try Support.tspKey()
+        let rotated = try RSAPrivateKey.generate()
+        let rotatedKey = TspV1.EncryptionKey(
+            publicKeyIdentifier: rotated.kid, publicKeyPem: try rotated.publicKey.pem(), current: true)
+        let published = Mutex<[TspV1.EncryptionKey]?>(nil)
+        var router = RPCRouter()
+        router.unary(TspV1.Issuers.registerIssuer) { (_, _) async throws -> TspV1.RegisterIssuerResponse in
+            TspV1.RegisterIssuerResponse(
+                tspPublicKeyIdentifier: registered.kid, tspPublicKeyPem: try registered.publicKey.pem())
+        }
+        router.unary(TspV1.Provisioning.getEncryptionKeys) { _, _ in
+            guard let keys = published.withLock({ $0 }) else { throw RPCError(.unavailable, "the TSP is busy") }
+            return TspV1.GetEncryptionKeysResponse(keys: keys)
+        }
+        let link = TSPLink(caller: Support.connect(router, as: .issuer), attemptTimeout: nil, keyQueryTimeout: nil) {
+            TspV1.RegisterIssuerRequest()
+        }
+        try await link.register()
+        let used = Mutex<[String]>([])
+        let answer = try await link.pushing { key in
+            used.withLock { $0.append(key.kid) }
+            guard key.kid == rotated.kid else {
+                // The TSP answers again, with its new key, and refuses the old one.
+                published.withLock { $0 = [rotatedKey] }
+                throw RPCError(.invalidArgument, "encrypted_card_data cannot be used: no decryption key has kid …")
+            }
+            return "pushed"
+        }
+        #expect(answer == "pushed")
+        #expect(used.withLock { $0 } == [registered.kid, rotated.kid])
+        #expect(link.currentKey?.kid == rotated.kid)
+    }
+
     /// A channel to `tsp` whose connections are refused until `up` is set.
     static func channel(to tsp: FakeTSP, up: Switch) -> RPCChannel {
         let server = RPCServer(router: tsp.router)

@@ -184,6 +184,26 @@ import TokenetWire
         #expect(response.declineReason.contains("above the stand-in approval limit"))
     }
 
+    /// A Digitize without its wallet account or device is told which field is missing, where it was refused as a
+    /// receipt for "another" account or device; a request id replayed with another device is refused as the first
+    /// request with it would have been, where it was answered with the first device's token.
+    @Test func theAccountAndDeviceAreRequiredAndCheckedOnAReplay() async throws {
+        let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
+        await expectRPCError(.invalidArgument, "wallet_account_id is required") {
+            try await tsp.digitize(eligibility, account: "")
+        }
+        await expectRPCError(.invalidArgument, "device.device_id is required") {
+            try await tsp.digitize(eligibility, device: CardV1.DeviceInfo())
+        }
+        let token = try await tsp.digitize(eligibility, requestID: "replayed-1")
+        let otherDevice = CardV1.DeviceInfo(deviceID: "device-9", deviceType: "PHONE")
+        await expectRPCError(.permissionDenied, "issued for another device") {
+            try await tsp.digitize(eligibility, requestID: "replayed-1", device: otherDevice)
+        }
+        #expect(try await tsp.digitize(eligibility, requestID: "replayed-1").digitalCardID == token.digitalCardID)
+    }
+
     /// An issuer that answers UNAVAILABLE itself (its disk refusing writes, say) was reached: the stand-in's reason
     /// says what it answered, where "the issuer could not be reached" sent its operator looking at the network.
     @Test func anIssuerAnsweringUnavailableIsNotSaidUnreachable() async throws {

@@ -293,11 +293,16 @@ import TokenetWire
             try await wallet.replenishPaymentKeys(
                 .init(digitalCardID: id, keysRemaining: 0, requestID: String(repeating: "r", count: 65)))
         }
-        // A token no longer ACTIVE gets no batch, not even one issued for the same request before.
+        // A token no longer ACTIVE gets no new batch; a request asked again is answered with the batch it was
+        // issued, so a wallet whose answer was lost while the token was suspended learns what it holds.
         _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
         await expectRPCError(.failedPrecondition, "ACTIVE tokens only") {
-            try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0, requestID: "r-1"))
+            try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0, requestID: "r-3"))
         }
+        let afterSuspend = try await wallet.replenishPaymentKeys(
+            .init(digitalCardID: id, keysRemaining: 0, requestID: "r-1"))
+        #expect(afterSuspend.reissued && afterSuspend.batchID == first.batchID)
+        #expect(try Self.keyBatches(tsp, id) == 4)
     }
 
     static func keyBatches(_ tsp: TSPHarness, _ id: String) throws -> Int {

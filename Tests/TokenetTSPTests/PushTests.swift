@@ -48,7 +48,8 @@ import TokenetWire
                     walletAccountID: TSPHarness.account, pushingIssuerNodeID: node))
         }
         #expect(try await !session(TSPHarness.visa, pushedBy: "issuer-1").pushSessionID.isEmpty)
-        await expectRPCError(.permissionDenied, "is not in a BIN range that issuer node issuer-2 registered") {
+        // A node that registered no issuer is told so, not about BIN ranges it never had.
+        await expectRPCError(.permissionDenied, "issuer node issuer-2 has registered no issuer with this TSP") {
             try await session(TSPHarness.visa, pushedBy: "issuer-2")
         }
         await expectRPCError(.permissionDenied, "the card ending in 0009 is not in a BIN range that issuer node") {

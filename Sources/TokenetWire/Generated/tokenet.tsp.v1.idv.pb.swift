@@ -422,7 +422,12 @@ extension TspV1 {
             service: serviceName, name: "SelectIdvMethod", kind: .unary, allowedRoles: ["wallet"]
         )
 
-        /// The code the cardholder received; the right one activates the token.
+        /// The code the cardholder received; the right one activates the token. Each code allows 3 tries, and a new code
+        /// (ResendOtp, or SelectIdvMethod after expiry) gives 3 again; after the last wrong try
+        /// (OTP_RESULT_INCORRECT_CODE_RETRIES_EXCEEDED) every one-time-code method of the token is refused with
+        /// FAILED_PRECONDITION naming the other methods offered. A code that uses no try (malformed) says so. The right code
+        /// sent again after its answer was lost meets an ACTIVE token: FAILED_PRECONDITION "… is ACTIVE", which a wallet
+        /// reads as done (GetTokenStates and CARD_STATE say so too).
         public static let submitOTP = MethodDescriptor<TspV1.SubmitOtpRequest, TspV1.SubmitOtpResponse>(
             service: serviceName, name: "SubmitOtp", kind: .unary, allowedRoles: ["wallet"]
         )

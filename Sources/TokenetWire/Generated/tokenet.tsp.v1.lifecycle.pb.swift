@@ -1262,7 +1262,8 @@ extension TspV1 {
         /// Refusals: INVALID_ARGUMENT (no digital_card_id, no action, a reason_code missing or not 1-64 characters of A-Z, 0-9
         /// and _), NOT_FOUND (no such token), PERMISSION_DENIED (a wallet's call on a token digitized through another wallet),
         /// FAILED_PRECONDITION (an action the token's state does not allow: suspending a SUSPENDED token, resuming an ACTIVE
-        /// one, any action on a DEACTIVATED one, deleting it again included).
+        /// one, suspending or resuming a DEACTIVATED one). Deleting a DEACTIVATED token answers OK again, with both states
+        /// DEACTIVATED and nothing published: a caller whose answer to its delete was lost can repeat it.
         public static let changeTokenState = MethodDescriptor<TspV1.ChangeTokenStateRequest, TspV1.ChangeTokenStateResponse>(
             service: serviceName, name: "ChangeTokenState", kind: .unary, allowedRoles: ["wallet", "operator"]
         )
@@ -1286,7 +1287,9 @@ extension TspV1 {
         /// state_version, in pages in the order the tokens were made. A wallet node asks when its notification stream opens:
         /// a CARD_STATE message the broker dropped unread (its retention, notifications.proto) would otherwise leave the
         /// wallet showing a state the token left long ago (or a renewed card's old last four digits). A state the wallet
-        /// already holds at a higher or equal version is kept, as for a notification. Refusals: INVALID_ARGUMENT (a negative
+        /// already holds at a higher or equal version is kept, as for a notification. The listing includes tokens whose
+        /// digitization the issuer declined (DEACTIVATED, their ids never given to the wallet: DigitizeResponse leaves
+        /// digital_card_id empty then); a wallet skips ids it does not know. Refusals: INVALID_ARGUMENT (a negative
         /// page_size, a page_token this listing did not make, more than 1000 digital_card_ids).
         public static let getTokenStates = MethodDescriptor<TspV1.GetTokenStatesRequest, TspV1.GetTokenStatesResponse>(
             service: serviceName, name: "GetTokenStates", kind: .unary, allowedRoles: ["wallet"]

@@ -354,7 +354,8 @@ extension TspV1 {
 
         public var termsAcceptedAtMs: UInt64 = 0
 
-        /// The device and wallet account of the eligibility check (PERMISSION_DENIED for others).
+        /// The device and wallet account of the eligibility check: INVALID_ARGUMENT when left out, PERMISSION_DENIED for
+        /// others (a replayed request_id included).
         public var device: CardV1.DeviceInfo? = nil
 
         public var walletAccountID: String = ""
@@ -731,12 +732,15 @@ extension TspV1 {
 
         /// Checks whether a card can be digitized into this wallet account and device, and returns the T&C.
         /// Ineligible cards are an OK answer with `eligible: false` and a reason; malformed requests (bad JWE, unknown
-        /// key) are INVALID_ARGUMENT.
+        /// key) are INVALID_ARGUMENT. A push receipt or push session is spent by the check that finds its card eligible,
+        /// and request_id does not make that check repeatable: a wallet that lost the answer asks for a new push.
         public static let checkEligibility = MethodDescriptor<TspV1.CheckEligibilityRequest, TspV1.CheckEligibilityResponse>(
             service: serviceName, name: "CheckEligibility", kind: .unary, allowedRoles: ["wallet"]
         )
 
-        /// Creates a token for an eligible card, with the issuer's decision. Idempotent by `request_id`.
+        /// Creates a token for an eligible card, with the issuer's decision. Idempotent by `request_id`: the same request
+        /// asked again (with the same receipt, wallet account and device) is answered as the first was, with the token's
+        /// state as it is now.
         public static let digitize = MethodDescriptor<TspV1.DigitizeRequest, TspV1.DigitizeResponse>(
             service: serviceName, name: "Digitize", kind: .unary, allowedRoles: ["wallet"]
         )

@@ -210,7 +210,8 @@ struct  Tokenet__Tsp__V1__DigitizeRequest
   char *accepted_terms_id;
   uint64_t terms_accepted_at_ms;
   /*
-   * The device and wallet account of the eligibility check (PERMISSION_DENIED for others).
+   * The device and wallet account of the eligibility check: INVALID_ARGUMENT when left out, PERMISSION_DENIED for
+   * others (a replayed request_id included).
    */
   Tokenet__Card__V1__DeviceInfo *device;
   char *wallet_account_id;
