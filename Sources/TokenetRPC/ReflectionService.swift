@@ -143,7 +143,8 @@ public struct ReflectionService: Sendable {
                 ReflectionV1.MethodDescription(
                     name: method.name, path: method.path, requestType: method.request.protoName,
                     responseType: method.response.protoName, clientStreaming: method.kind.clientStreams,
-                    serverStreaming: method.kind.serverStreams, comment: comment("\(service.name).\(method.name)"))
+                    serverStreaming: method.kind.serverStreams, comment: comment("\(service.name).\(method.name)"),
+                    allowedRoles: method.allowedRoles)
             }, comment: comment(service.name))
     }
 

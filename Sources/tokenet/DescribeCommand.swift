@@ -72,8 +72,9 @@ enum DescribeCommand {
         package (tokenet.tsp.v1) lists its services, and one without a service on the node (tokenet.card.v1)
         the messages and enums of it that the node's services use. A symbol of another node's API is answered
         NOT_FOUND with the node that serves it.
-        Fields whose JSON name differs from their name show it as [json_name = "..."], and each symbol shows
-        the comment written above it in its .proto file.
+        Fields whose JSON name differs from their name show it as [json_name = "..."], each symbol shows
+        the comment written above it in its .proto file, and a method only some roles may call names them, as
+        its .proto does: option (tokenet.rpc.v1.allowed_roles) = "wallet";
 
         Options:
         \(InspectOptions.connectionHelp)

@@ -28,7 +28,7 @@ enum SymbolDescriptionText {
             if description.kind == .method, let method = service.methods.first {
                 let lines =
                     commentLines(method.comment, indent: "") + [
-                        rpcLine(method, indent: "") + "  // " + shown(method.path)
+                        rpcLine(method, indent: "", trailing: "  // " + shown(method.path))
                     ]
                 header += "\n" + lines.joined(separator: "\n")
             } else {
@@ -57,11 +57,19 @@ enum SymbolDescriptionText {
         }
     }
 
-    /// `rpc Check(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);`
-    static func rpcLine(_ method: ReflectionV1.MethodDescription, indent: String) -> String {
+    /// `rpc Check(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);`,
+    /// with the roles that may call it as the `.proto` declares them: without them a wallet's developer learnt from
+    /// PERMISSION_DENIED which methods were not the wallet's.
+    /// `trailing` ends its first line.
+    static func rpcLine(_ method: ReflectionV1.MethodDescription, indent: String, trailing: String = "") -> String {
         let request = (method.clientStreaming ? "stream " : "") + shown(method.requestType)
         let response = (method.serverStreaming ? "stream " : "") + shown(method.responseType)
-        return "\(indent)rpc \(shown(method.name))(\(request)) returns (\(response));"
+        let line = "\(indent)rpc \(shown(method.name))(\(request)) returns (\(response))"
+        guard !method.allowedRoles.isEmpty else { return line + ";" + trailing }
+        let options = method.allowedRoles.map {
+            "\(indent)  option (tokenet.rpc.v1.allowed_roles) = \(shown($0).debugDescription);"
+        }
+        return ([line + " {" + trailing] + options + ["\(indent)}"]).joined(separator: "\n")
     }
 
     static func render(_ message: ReflectionV1.MessageDescription) -> String {

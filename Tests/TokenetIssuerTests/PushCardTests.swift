@@ -2,10 +2,10 @@ import Foundation
 import Testing
 import TokenetCard
 import TokenetNode
-import TokenetRPC
 import TokenetWire
 
 @testable import TokenetIssuer
+@testable import TokenetRPC
 
 @Suite struct PushCardTests {
     let tsp: FakeTSP
@@ -28,13 +28,19 @@ import TokenetWire
     }
 
     /// A TSP that does not answer a push receipt is said by the issuer before the operator's deadline, with what
-    /// may have happened, where the operator got a bare "the deadline passed".
+    /// may have happened, where the operator got a bare "the deadline passed". Run inside a served call's context
+    /// with no server around it, so that only the TSP call's own timer can end it.
     @Test func aReceiptTheTSPDoesNotAnswerIsSaidInTime() async throws {
+        try await party.tsp.register()
         tsp.state.withLock { $0.hangReceipts = true }
+        let served = ServerContext(
+            method: "/tokenet.issuer.v1.IssuerControl/PushCard", metadata: Metadata(), peer: nil,
+            deadline: .now + .seconds(2), traceID: "0000000000000ab")
         do {
-            _ = try await control.pushCard(
-                IssuerV1.PushCardRequest(cardID: Cards.mcReceipt.0, mode: .receipt),
-                options: CallOptions(timeout: .seconds(3)))
+            _ = try await ServerContext.$current.withValue(served) {
+                try await party.control.pushCard(
+                    IssuerV1.PushCardRequest(cardID: Cards.mcReceipt.0, mode: .receipt), context: served)
+            }
             Issue.record("the push succeeded")
         } catch let error as RPCError {
             #expect(error.code == .deadlineExceeded)

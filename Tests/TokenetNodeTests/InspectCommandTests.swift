@@ -183,6 +183,28 @@ import TokenetWire
         }
     }
 
+    /// A method only some roles may call names them as its .proto does: a wallet's developer learnt it from
+    /// PERMISSION_DENIED.
+    @Test func describeNamesTheRolesThatMayCallAMethod() async throws {
+        let method = try await runTokenet(["describe", address, "tokenet.tsp.v1.TspControl.RotateEncryptionKey"] + tls)
+        #expect(method.status == 0, "\(method.stderr)")
+        #expect(
+            method.stdout.contains(
+                "rpc RotateEncryptionKey(tokenet.tsp.v1.RotateEncryptionKeyRequest) returns "
+                    + "(tokenet.tsp.v1.RotateEncryptionKeyResponse) {  // /tokenet.tsp.v1.TspControl/RotateEncryptionKey\n"
+                    + "  option (tokenet.rpc.v1.allowed_roles) = \"operator\";\n}\n"), "\(method.stdout)")
+        let service = try await runTokenet(["describe", address, "tokenet.tsp.v1.Provisioning"] + tls)
+        #expect(
+            service.stdout.contains(
+                "  rpc GetEncryptionKeys(tokenet.tsp.v1.GetEncryptionKeysRequest) returns "
+                    + "(tokenet.tsp.v1.GetEncryptionKeysResponse) {\n"
+                    + "    option (tokenet.rpc.v1.allowed_roles) = \"wallet\";\n"
+                    + "    option (tokenet.rpc.v1.allowed_roles) = \"issuer\";\n"
+                    + "    option (tokenet.rpc.v1.allowed_roles) = \"operator\";\n  }\n"), "\(service.stdout)")
+        let health = try await runTokenet(["describe", address, "tokenet.health.v1.Health"] + tls)
+        #expect(!health.stdout.contains("allowed_roles"), "\(health.stdout)")
+    }
+
     @Test func describeMessageShowsJSONNames() async throws {
         let result = try await runTokenet(["describe", address, "tokenet.reflection.v1.MethodDescription"] + tls)
         #expect(result.status == 0, "\(result.stderr)")

@@ -862,7 +862,7 @@ local message_fields = {
     ["tokenet.reflection.v1.FieldDescription"] = { [1] = "s", [2] = "s", [4] = "s", [8] = "s", [9] = "tokenet.reflection.v1.EnumValueDescription", [10] = "s" },
     ["tokenet.reflection.v1.ListServicesResponse"] = { [1] = "s" },
     ["tokenet.reflection.v1.MessageDescription"] = { [1] = "s", [2] = "tokenet.reflection.v1.FieldDescription", [3] = "s" },
-    ["tokenet.reflection.v1.MethodDescription"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s", [7] = "s" },
+    ["tokenet.reflection.v1.MethodDescription"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s", [7] = "s", [8] = "s" },
     ["tokenet.reflection.v1.ServiceDescription"] = { [1] = "s", [2] = "tokenet.reflection.v1.MethodDescription", [3] = "s" },
     ["tokenet.testing.v1.Choice"] = { [2] = "s", [3] = "b", [5] = "tokenet.testing.v1.Scalars", [6] = "tokenet.testing.v1.Choice.Nested", [7] = "tokenet.testing.v1.Choice.Nested.Inner" },
     ["tokenet.testing.v1.Choice.Nested"] = { [1] = "s", [2] = "tokenet.testing.v1.Choice.Nested.Inner" },

@@ -705,7 +705,7 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__service_description__d
   (ProtobufCMessageInit) tokenet__reflection__v1__service_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_description__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_description__field_descriptors[8] =
 {
   {
     "name",
@@ -791,8 +791,21 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_descriptio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "allowed_roles",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Tokenet__Reflection__V1__MethodDescription, n_allowed_roles),
+    offsetof(Tokenet__Reflection__V1__MethodDescription, allowed_roles),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__method_description__field_indices_by_name[] = {
+  7,   /* field[7] = allowed_roles */
   4,   /* field[4] = client_streaming */
   6,   /* field[6] = comment */
   0,   /* field[0] = name */
@@ -804,7 +817,7 @@ static const unsigned tokenet__reflection__v1__method_description__field_indices
 static const ProtobufCIntRange tokenet__reflection__v1__method_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__method_description__descriptor =
 {
@@ -814,7 +827,7 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__method_description__de
   "Tokenet__Reflection__V1__MethodDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__MethodDescription),
-  7,
+  8,
   tokenet__reflection__v1__method_description__field_descriptors,
   tokenet__reflection__v1__method_description__field_indices_by_name,
   1,  tokenet__reflection__v1__method_description__number_ranges,

@@ -154,6 +154,7 @@ extension ProtoRegistry {
         "tokenet.reflection.v1.ListServicesResponse.services": "Fully-qualified names of the services this node serves, sorted, such as \"tokenet.health.v1.Health\".",
         "tokenet.reflection.v1.MessageDescription.comment": "The comment written above it in its .proto file; empty when there is none.",
         "tokenet.reflection.v1.MessageDescription.fields": "In field-number order.",
+        "tokenet.reflection.v1.MethodDescription.allowed_roles": "The peer roles that may call it (its tokenet.rpc.v1.allowed_roles options), in the order declared; empty when\nany authenticated peer may. Another role's call is PERMISSION_DENIED.",
         "tokenet.reflection.v1.MethodDescription.comment": "The comment written above it in its .proto file; empty when there is none.",
         "tokenet.reflection.v1.MethodDescription.name": "As declared, such as \"Check\".",
         "tokenet.reflection.v1.MethodDescription.path": "As carried in CallStart.method: \"/tokenet.health.v1.Health/Check\".",

@@ -191,6 +191,10 @@ extension ReflectionV1 {
         /// The comment written above it in its .proto file; empty when there is none.
         public var comment: String = ""
 
+        /// The peer roles that may call it (its tokenet.rpc.v1.allowed_roles options), in the order declared; empty when
+        /// any authenticated peer may. Another role's call is PERMISSION_DENIED.
+        public var allowedRoles: [String] = []
+
         public init() {}
 
         public init(
@@ -200,7 +204,8 @@ extension ReflectionV1 {
             responseType: String = "",
             clientStreaming: Bool = false,
             serverStreaming: Bool = false,
-            comment: String = ""
+            comment: String = "",
+            allowedRoles: [String] = []
         ) {
             self.name = name
             self.path = path
@@ -209,6 +214,7 @@ extension ReflectionV1 {
             self.clientStreaming = clientStreaming
             self.serverStreaming = serverStreaming
             self.comment = comment
+            self.allowedRoles = allowedRoles
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -219,6 +225,7 @@ extension ReflectionV1 {
             self.clientStreaming = try reader.read(5)
             self.serverStreaming = try reader.read(6)
             self.comment = try reader.read(7)
+            self.allowedRoles = try reader.readRepeated(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -229,6 +236,7 @@ extension ReflectionV1 {
             try writer.write(5, clientStreaming)
             try writer.write(6, serverStreaming)
             try writer.write(7, comment)
+            try writer.write(8, repeated: allowedRoles)
         }
     }
 }

@@ -161,10 +161,16 @@ struct  Tokenet__Reflection__V1__MethodDescription
    * The comment written above it in its .proto file; empty when there is none.
    */
   char *comment;
+  /*
+   * The peer roles that may call it (its tokenet.rpc.v1.allowed_roles options), in the order declared; empty when
+   * any authenticated peer may. Another role's call is PERMISSION_DENIED.
+   */
+  size_t n_allowed_roles;
+  char **allowed_roles;
 };
 #define TOKENET__REFLECTION__V1__METHOD_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__method_description__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, 0,NULL }
 
 
 struct  Tokenet__Reflection__V1__MessageDescription
