@@ -35,7 +35,8 @@ import TokenetWire
         tsp.state.withLock { $0.hangReceipts = true }
         let served = ServerContext(
             method: "/tokenet.issuer.v1.IssuerControl/PushCard", metadata: Metadata(), peer: nil,
-            deadline: .now + .seconds(2), traceID: "0000000000000ab")
+            // 10 s, not 2: on a machine busy with the whole suite, 2 s had passed before the receipt's call began.
+            deadline: .now + .seconds(10), traceID: "0000000000000ab")
         do {
             _ = try await ServerContext.$current.withValue(served) {
                 try await party.control.pushCard(
