@@ -62,17 +62,14 @@ extension IssuerCommand {
             return try PartySession.run(
                 options, json: flags.json,
                 call: { session, callOptions in
-                    do {
-                        return try await IssuerV1.IssuerCardCare.Client(session.client).changeTokenStates(
+                    // The issuer may have sent the change on before this command's call was lost: the bare
+                    // "connection lost" read as a change that did not happen, and a retry as a risk.
+                    try await hintingLostAnswer(
+                        "the change may have reached the TSP and been made there: send the same command again, "
+                            + "which answers each token's state, or see the states with tokenet tsp tokens"
+                    ) {
+                        try await IssuerV1.IssuerCardCare.Client(session.client).changeTokenStates(
                             request, options: callOptions)
-                    } catch let error as RPCError where Self.changeMayHaveReachedTSP(error) {
-                        // The issuer may have sent the change on before this command's call was lost: the bare
-                        // "connection lost" read as a change that did not happen, and a retry as a risk.
-                        throw RPCError(
-                            error.code,
-                            "\(error.message); the change may have reached the TSP and been made there: send the "
-                                + "same command again, which answers each token's state, or see the states with "
-                                + "tokenet tsp tokens", cause: error)
                     }
                 },
                 text: { response, traceID in
