@@ -41,7 +41,7 @@ extension TSPStore {
                     SELECT e.receipt, e.card_data FROM eligibility_receipts e
                     WHERE e.security_code_kept = 1 AND EXISTS (
                         SELECT 1 FROM digitize_requests d
-                        WHERE d.request_id = e.used_by_request_id AND d.status = 'done')
+                        WHERE d.receipt = e.receipt AND d.status = 'done')
                     LIMIT ?
                     """
                 ),

@@ -34,9 +34,12 @@ extension TSPStore {
         makeToken: (PAN, CardScheme) throws -> NewToken
     ) throws -> DigitizationStart {
         try database.transaction { tx in
+            // Each wallet node's request ids are its own (TSP migration 26): another node's same id is another request.
             if let row = try tx.queryOne(
-                "SELECT receipt, digital_card_id, status, response FROM digitize_requests WHERE request_id = ?",
-                [request.requestID])
+                """
+                SELECT receipt, digital_card_id, status, response FROM digitize_requests
+                WHERE wallet_node_id = ? AND request_id = ?
+                """, [walletNodeID ?? "", request.requestID])
             {
                 guard try row.text(0) == request.eligibilityReceipt else {
                     throw TSPError(
@@ -95,9 +98,10 @@ extension TSPStore {
                 reason: "token created; waiting for the issuer's decision", traceID: traceID, nowMs: nowMs)
             _ = try tx.execute(
                 """
-                INSERT INTO digitize_requests (request_id, receipt, digital_card_id, status, created_at_ms)
-                VALUES (?, ?, ?, 'pending', ?)
-                """, [request.requestID, receipt.receipt, token.digitalCardID, Int64(nowMs)])
+                INSERT INTO digitize_requests (wallet_node_id, request_id, receipt, digital_card_id, status,
+                    created_at_ms)
+                VALUES (?, ?, ?, ?, 'pending', ?)
+                """, [walletNodeID ?? "", request.requestID, receipt.receipt, token.digitalCardID, Int64(nowMs)])
             _ = try tx.execute(
                 "UPDATE eligibility_receipts SET used_by_request_id = ? WHERE receipt = ?",
                 [request.requestID, receipt.receipt])
@@ -176,7 +180,8 @@ extension TSPStore {
             { tx in
                 guard
                     let row = try tx.queryOne(
-                        "SELECT status, response FROM digitize_requests WHERE request_id = ?", [pending.requestID])
+                        "SELECT status, response FROM digitize_requests WHERE digital_card_id = ?",
+                        [pending.token.digitalCardID])
                 else { throw TSPError(.internal, "a pending digitization disappeared") }
                 if try row.text(0) == "done" {
                     return (try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self)), [])
@@ -257,8 +262,8 @@ extension TSPStore {
                 let issuerNode = try tx.queryOne("SELECT peer_node_id FROM issuers WHERE id = ?", [token.issuerID])
                 response.issuerNodeID = try issuerNode?.get(0, as: String?.self) ?? ""
                 _ = try tx.execute(
-                    "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",
-                    [try response.serializedBytes(), pending.requestID])
+                    "UPDATE digitize_requests SET status = 'done', response = ? WHERE digital_card_id = ?",
+                    [try response.serializedBytes(), pending.token.digitalCardID])
                 // The issuer has decided: the card's security code is not kept past it (TSPStore+CardDataRetention).
                 try forgetSecurityCode(
                     pending.receipt.card, table: "eligibility_receipts", keyColumn: "receipt",

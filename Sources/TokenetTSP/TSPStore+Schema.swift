@@ -344,5 +344,36 @@ extension TSPStore {
         Migration(
             version: 25, name: "eligibility_receipt_wallet_node",
             sql: "ALTER TABLE eligibility_receipts ADD COLUMN wallet_node_id TEXT;"),
+        // Digitize request ids are each wallet node's own (the node id of its certificate; '' in plaintext): a
+        // second wallet node that numbered its requests as the first did had its Digitize refused as "already used
+        // with another eligibility receipt". The key becomes (wallet node, request id), copied from the token the
+        // request made (or its receipt; '' when neither names a node), by copying the table, whose key SQLite cannot
+        // change in place. Finishing a request finds it by its token, and a spent receipt's request by the receipt.
+        Migration(
+            version: 26, name: "digitize_requests_per_wallet_node",
+            sql: """
+                CREATE TABLE digitize_requests_per_node (
+                    wallet_node_id TEXT NOT NULL DEFAULT '',
+                    request_id TEXT NOT NULL,
+                    receipt TEXT NOT NULL REFERENCES eligibility_receipts(receipt),
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    status TEXT NOT NULL CHECK (status IN ('pending', 'done')),
+                    response BLOB,
+                    created_at_ms INTEGER NOT NULL,
+                    PRIMARY KEY (wallet_node_id, request_id)
+                );
+                INSERT INTO digitize_requests_per_node (wallet_node_id, request_id, receipt, digital_card_id, status,
+                    response, created_at_ms)
+                SELECT COALESCE(t.wallet_node_id, e.wallet_node_id, ''), d.request_id, d.receipt, d.digital_card_id,
+                    d.status, d.response, d.created_at_ms
+                FROM digitize_requests d
+                LEFT JOIN tokens t ON t.digital_card_id = d.digital_card_id
+                LEFT JOIN eligibility_receipts e ON e.receipt = d.receipt;
+                DROP TABLE digitize_requests;
+                ALTER TABLE digitize_requests_per_node RENAME TO digitize_requests;
+                CREATE INDEX digitize_requests_pending ON digitize_requests(digital_card_id) WHERE status = 'pending';
+                CREATE INDEX digitize_requests_token ON digitize_requests(digital_card_id);
+                CREATE INDEX digitize_requests_receipt ON digitize_requests(receipt);
+                """),
     ]
 }

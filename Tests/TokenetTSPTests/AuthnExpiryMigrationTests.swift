@@ -54,3 +54,69 @@ import TokenetStorage
                 == ["transactions_authn_pending", "transactions_made", "transactions_token"])
     }
 }
+
+/// TSP migration 26 keys Digitize requests by wallet node and request id: each row keeps its answer, under the node
+/// of the token it made (or of its receipt; '' when neither names one), and the same id may then serve two nodes.
+@Suite struct DigitizeRequestsPerNodeMigrationTests {
+    @Test func eachRequestKeepsItsAnswerUnderItsWalletNode() throws {
+        let database = try Database.openInMemory()
+        defer { try? database.close() }
+        // The rows below name receipts and tokens this test does not make.
+        _ = try database.execute("PRAGMA foreign_keys=OFF")
+        _ = try Migrator(TSPStore.migrations.filter { $0.version < 26 }).migrate(database)
+        for (receipt, node) in [("receipt-a", "wallet-a"), ("receipt-b", nil), ("receipt-c", nil)]
+            as [(String, String?)]
+        {
+            _ = try database.execute(
+                """
+                INSERT INTO eligibility_receipts (receipt, wallet_account_id, device_id, issuer_id, scheme, pan_last4,
+                    card_data, input_method, created_at_ms, expires_at_ms, wallet_node_id)
+                VALUES (?, 'account-1', 'device-1', 'bank-a', 'VISA', '1111', x'00', 1, 1, 2, ?)
+                """, [receipt, node])
+        }
+        for (card, node) in [("card-b", "wallet-b")] as [(String, String?)] {
+            _ = try database.execute(
+                """
+                INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan,
+                    pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms,
+                    wallet_node_id)
+                VALUES (?, 'VISA', x'00', '0001', '12/30', x'00', '1111', 'bank-a', 'account-1', 'device-1', 'ACTIVE',
+                    1, 1, ?)
+                """, [card, node])
+        }
+        for (request, receipt, card, status) in [
+            ("req-1", "receipt-a", "card-a", "done"), ("req-2", "receipt-b", "card-b", "pending"),
+            ("req-3", "receipt-c", "card-c", "done"),
+        ] {
+            _ = try database.execute(
+                """
+                INSERT INTO digitize_requests (request_id, receipt, digital_card_id, status, response, created_at_ms)
+                VALUES (?, ?, ?, ?, ?, 5)
+                """, [request, receipt, card, status, status == "done" ? [UInt8]([1, 2]) : nil])
+        }
+
+        let applied = try Migrator(TSPStore.migrations).migrate(database)
+        #expect(applied.map(\.version) == [26])
+        let copied = try database.query(
+            "SELECT wallet_node_id, request_id, receipt, digital_card_id, status, response FROM digitize_requests "
+                + "ORDER BY request_id")
+        #expect(try copied.map { try $0.text(0) } == ["wallet-a", "wallet-b", ""])
+        #expect(try copied.map { try $0.text(2) } == ["receipt-a", "receipt-b", "receipt-c"])
+        #expect(try copied.map { try $0.text(4) } == ["done", "pending", "done"])
+        #expect(try copied.map { try $0.get(5, as: [UInt8]?.self) } == [[1, 2], nil, [1, 2]])
+        // Another node may now use a request id the first one used.
+        _ = try database.execute(
+            """
+            INSERT INTO digitize_requests (wallet_node_id, request_id, receipt, digital_card_id, status, created_at_ms)
+            VALUES ('wallet-z', 'req-1', 'receipt-a', 'card-z', 'pending', 6)
+            """)
+        let indexes = try database.query(
+            """
+            SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'digitize_requests'
+                AND substr(name, 1, 7) != 'sqlite_' ORDER BY name
+            """)
+        #expect(
+            try indexes.map { try $0.text(0) }
+                == ["digitize_requests_pending", "digitize_requests_receipt", "digitize_requests_token"])
+    }
+}

@@ -401,6 +401,38 @@ import TokenetWire
         #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.map(\.walletNodeID) == ["wallet-1"])
     }
 
+    /// Request ids are each wallet node's own: a second node that numbers its requests as the first does gets its
+    /// own token for its own card, and each node's retry is answered with its own token.
+    @Test func twoWalletNodesMayUseTheSameRequestID() async throws {
+        let tsp = try TSPHarness.make()
+        let visa = try await tsp.eligibleVisa()
+        let first = try await tsp.digitize(visa, requestID: "req-1")
+        let otherWallet = TspV1.Provisioning.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-2")))
+        let eligibility = try await otherWallet.checkEligibility(
+            TspV1.CheckEligibilityRequest(
+                requestID: "check-1", eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
+                walletAccountID: TSPHarness.account, device: TSPHarness.device,
+                instrument: .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard)))))
+        try #require(eligibility.eligible)
+        var request = TspV1.DigitizeRequest(
+            requestID: "req-1", eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk)
+        if case .termsAndConditions(let terms) = eligibility.terms {
+            request.acceptedTermsID = terms.id
+            request.termsAcceptedAtMs = tsp.clock.now.unixMilliseconds
+        }
+        let second = try await otherWallet.digitize(request)
+        #expect(second.decision == .approved)
+        #expect(second.panLast4 == "4444")
+        #expect(second.digitalCardID != first.digitalCardID)
+        // Each node's retry gets its own answer.
+        #expect(try await otherWallet.digitize(request).digitalCardID == second.digitalCardID)
+        #expect(try await tsp.digitize(visa, requestID: "req-1").digitalCardID == first.digitalCardID)
+        let tokens = try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens
+        #expect(Set(tokens.map(\.walletNodeID)) == ["wallet-1", "wallet-2"])
+    }
+
     @Test func unknownTokenHistoryIsNotFound() async throws {
         let tsp = try TSPHarness.make()
         await expectRPCError(.notFound, "DNITHE0") {

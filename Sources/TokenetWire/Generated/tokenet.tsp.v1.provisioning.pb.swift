@@ -344,7 +344,9 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__digitize_request())
         }
 
-        /// Idempotency key: a retry with the same id returns the same result and never creates a second token.
+        /// Idempotency key: a retry with the same id returns the same result and never creates a second token. Each wallet
+        /// node's ids are its own (the node id of its certificate): another wallet node's request with the same id is another
+        /// request.
         public var requestID: String = ""
 
         public var eligibilityReceipt: String = ""

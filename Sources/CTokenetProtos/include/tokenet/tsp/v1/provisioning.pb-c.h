@@ -200,7 +200,9 @@ struct  Tokenet__Tsp__V1__DigitizeRequest
 {
   ProtobufCMessage base;
   /*
-   * Idempotency key: a retry with the same id returns the same result and never creates a second token.
+   * Idempotency key: a retry with the same id returns the same result and never creates a second token. Each wallet
+   * node's ids are its own (the node id of its certificate): another wallet node's request with the same id is another
+   * request.
    */
   char *request_id;
   char *eligibility_receipt;
