@@ -171,7 +171,9 @@ struct ConnectionStateMachine {
 
     mutating func receive(_ frame: WireV1.Frame) -> Actions {
         guard state != .closed else { return [] }
-        if state == .awaitingHello {
+        // Until the peer's hello, whatever the state: a client that began closing before the server's hello came
+        // (draining its calls) took that hello for a second one and failed every call.
+        if !peerHelloReceived {
             guard case .hello(let hello)? = frame.kind, frame.streamID == 0 else {
                 // An unset kind (an empty frame, or a kind from a later version) is ignored everywhere but here: the
                 // first frame must be the hello, so anything else before it is refused like any other frame. A hello
@@ -226,7 +228,7 @@ struct ConnectionStateMachine {
         streamID id: UInt32, reason: String, code: StatusCode = .invalidArgument, opensCall: Bool = true
     ) -> Actions {
         guard state != .closed else { return [] }
-        guard state != .awaitingHello else { return connectionError(.protocolError, "the first frame must be hello") }
+        guard peerHelloReceived else { return connectionError(.protocolError, "the first frame must be hello") }
         if streams[id] != nil {
             return role == .server
                 ? streamError(id, code, reason)
@@ -263,7 +265,8 @@ struct ConnectionStateMachine {
         }
         peerSettings = ConnectionSettings(wire: hello.settings)
         peerHelloReceived = true
-        state = .active
+        // A connection already draining stays so.
+        if state == .awaitingHello { state = .active }
         return []
     }
 

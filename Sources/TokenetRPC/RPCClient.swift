@@ -129,14 +129,21 @@ public final class RPCClient: Sendable {
         return try await respond(to: call, RequestWriter(id: call.id, connection: connection), requests)
     }
 
-    /// Runs `requests` on `writer`, ends the requests, and returns the call's single response.
+    /// Runs `requests` on `writer`, ends the requests, and returns the call's single response. When `requests`
+    /// throws, the call is cancelled before the error goes on: left open, it waited for a half-close that never
+    /// came, its handler kept its task and the stream kept one of the server's concurrent-stream slots.
     func respond<Request, Response: ProtoMessage>(
         to call: OpenCall,
         _ writer: RequestWriter<Request>,
         _ requests: @Sendable (RequestWriter<Request>) async throws -> Void
     ) async throws -> Response {
         try await withCancellation(call.id) {
-            try await requests(writer)
+            do {
+                try await requests(writer)
+            } catch {
+                writer.cancel()
+                throw error
+            }
             writer.finish()
             return try await self.singleResponse(Response.self, call)
         }

@@ -579,6 +579,28 @@ import TokenetWire
         )
     }
 
+    /// A client that begins closing before the server's hello has come takes that hello as the first frame: it took
+    /// it for a second hello, sent a PROTOCOL_ERROR goaway and failed the calls it was draining.
+    @Test func aHelloAfterAClientBeganClosingIsTheFirstHello() throws {
+        var client = Machine(role: .client)
+        _ = client.start()
+        let (id, _) = try client.openCall(Self.start)
+        _ = client.beginShutdown()
+        #expect(client.receive(Self.hello) == [])
+        #expect(client.state == .draining)
+        #expect(client.peerHelloReceived)
+        let ended = client.receive(Self.frame(id, .status(WireV1.Status())))
+        #expect(Self.goawayCode(ended) == nil)
+        #expect(ended.last == .closeConnection(error: nil))
+        #expect(client.state == .closed)
+        // Anything but a hello first is still refused.
+        var early = Machine(role: .client)
+        _ = early.start()
+        _ = try early.openCall(Self.start)
+        _ = early.beginShutdown()
+        #expect(Self.goawayCode(early.receive(Self.frame(1, .status(WireV1.Status())))) == .protocolError)
+    }
+
     /// A stream that would outlive the drain ends with its status and its handler stops; the last one closes.
     @Test func anEndedCallStopsItsHandlerAndClosesADrainedConnection() {
         var machine = Self.server()

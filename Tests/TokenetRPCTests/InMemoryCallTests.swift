@@ -78,6 +78,23 @@ import TokenetWire
         #expect(response.fInt32 == 55)
     }
 
+    /// A client-streaming call whose requests fail is cancelled: left open, its handler waited for good and the
+    /// stream kept the server's only slot, so every later call on the connection was RESOURCE_EXHAUSTED.
+    @Test func aClientStreamWhoseRequestsFailIsCancelled() async throws {
+        struct Unreadable: Error {}
+        let (_, client, _) = Self.connect(Self.echoRouter, settings: ConnectionSettings(maxConcurrentStreams: 1))
+        await #expect(throws: Unreadable.self) {
+            _ = try await client.clientStreaming(Echo.clientStream) { writer in
+                try await writer.send(Scalars(fInt32: 1))
+                throw Unreadable()
+            }
+        }
+        #expect(client.connection.core.withLock { $0.clientCalls.count } == 0)
+        let response = try await client.unary(
+            Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(30)))
+        #expect(response.fInt32 == 2)
+    }
+
     @Test func bidirectionalCall() async throws {
         let (_, client, _) = Self.connect(Self.echoRouter)
         let (requests, responses) = try client.bidirectional(Echo.bidi)
