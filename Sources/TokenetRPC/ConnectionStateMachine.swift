@@ -387,13 +387,13 @@ struct ConnectionStateMachine {
         case .draining, .closed:
             // Never sent, as the callers that tell a sent call from an unsent one need to know (`callWasNeverSent`).
             let message = "the connection is closing; retry on a new connection"
-            throw RPCError(.unavailable, message, cause: NotConnected(reason: message))
+            throw RPCError(.unavailable, message, cause: NotConnected(reason: message, connectionWasClosing: true))
         case .awaitingHello, .active:
             break
         }
         guard nextStreamID <= Self.largestStreamID else {
             let message = "call ids are exhausted on this connection; retry on a new connection"
-            throw RPCError(.unavailable, message, cause: NotConnected(reason: message))
+            throw RPCError(.unavailable, message, cause: NotConnected(reason: message, connectionWasClosing: true))
         }
         // A frame over the peer's limit ends the whole connection there: refuse this call alone, here.
         let size = Self.callStartSizeBound(start)

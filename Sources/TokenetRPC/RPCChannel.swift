@@ -177,7 +177,9 @@ public final class RPCChannel: RPCCaller {
     /// A unary call. When a goaway shows that the server never processed it (the call crossed the server's
     /// shutdown or idle close on the wire), it goes once more, on the channel's next connection and within the
     /// same deadline: the caller sees the server's answer rather than an UNAVAILABLE it could do nothing about.
-    /// Any other failure, such as a connection lost after the call was sent, is the caller's to handle.
+    /// So does a call that was never sent because the connection began closing between the channel handing it out
+    /// and the call opening on it (`callMetAClosingConnection`). Any other failure, such as a connection lost after
+    /// the call was sent, is the caller's to handle.
     public func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         _ request: Request,
@@ -186,7 +188,7 @@ public final class RPCChannel: RPCCaller {
         let started = ContinuousClock.now
         do {
             return try await client(for: options).unary(method, request, options: options)
-        } catch let error as RPCError where error.callWasNotProcessed {
+        } catch let error as RPCError where error.callWasNotProcessed || error.callMetAClosingConnection {
             guard let again = Self.sendingAgain(options, since: started) else { throw error }
             return try await client(for: again).unary(method, request, options: again)
         }
@@ -202,12 +204,33 @@ public final class RPCChannel: RPCCaller {
         options: CallOptions = CallOptions()
     ) async throws -> ResponseStream<Response> {
         let started = ContinuousClock.now
-        let stream = try await client(for: options).serverStreaming(method, request, options: options)
+        let stream: ResponseStream<Response>
+        do {
+            stream = try await client(for: options).serverStreaming(method, request, options: options)
+        } catch let error as RPCError where error.callMetAClosingConnection {
+            guard let again = Self.sendingAgain(options, since: started) else { throw error }
+            stream = try await client(for: again).serverStreaming(method, request, options: again)
+        }
         let reopening = ResponseStream<Response>.Reopening { [self] refusal in
             guard let again = Self.sendingAgain(options, since: started) else { throw refusal }
             return try await client(for: again).serverStreaming(method, request, options: again).raw
         }
         return ResponseStream(stream, reopening: reopening)
+    }
+
+    /// A call opened on the channel's connection; on the next one when that one began closing before the call
+    /// could open (`callMetAClosingConnection`).
+    private func opened(_ path: String, _ options: CallOptions, since started: ContinuousClock.Instant) async throws
+        -> (RPCClient, RPCClient.OpenCall)
+    {
+        let client = try await client(for: options)
+        do {
+            return (client, try client.open(path, options))
+        } catch let error as RPCError where error.callMetAClosingConnection {
+            guard let again = Self.sendingAgain(options, since: started) else { throw error }
+            let next = try await self.client(for: again)
+            return (next, try next.open(path, again))
+        }
     }
 
     /// The options of a call sent once more: its timeout is what is left of the first one; nil when nothing is.
@@ -230,8 +253,7 @@ public final class RPCChannel: RPCCaller {
         requests: @Sendable (RequestWriter<Request>) async throws -> Void
     ) async throws -> Response {
         let started = ContinuousClock.now
-        let client = try await client(for: options)
-        let call = try client.open(method.path, options)
+        let (client, call) = try await opened(method.path, options, since: started)
         let replay = RequestReplay(id: call.id, connection: client.connection)
         do {
             return try await client.respond(to: call, RequestWriter(replay), requests)
@@ -250,8 +272,7 @@ public final class RPCChannel: RPCCaller {
         options: CallOptions = CallOptions()
     ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
         let started = ContinuousClock.now
-        let client = try await client(for: options)
-        let call = try client.open(method.path, options)
+        let (client, call) = try await opened(method.path, options, since: started)
         let replay = RequestReplay(id: call.id, connection: client.connection)
         let reopening = ResponseStream<Response>.Reopening { [self] refusal in
             guard replay.canGoAgain, let again = Self.sendingAgain(options, since: started) else { throw refusal }
@@ -287,6 +308,7 @@ public final class RPCChannel: RPCCaller {
         let waitEnds = wait.map { ContinuousClock.now + $0 }
         var attemptsMade = 0
         while true {
+            var retired: RPCClient?
             let step: Step = state.withLock { state in
                 if state.closed {
                     return .fail(
@@ -295,6 +317,7 @@ public final class RPCChannel: RPCCaller {
                     )
                 }
                 if let client = state.client, client.isUsable { return .ready(client) }
+                retired = state.client
                 state.client = nil
                 if state.connecting {
                     // The attempt under way still waits out its backoff, past this call's deadline or wait: fail now,
@@ -321,6 +344,10 @@ public final class RPCChannel: RPCCaller {
                 state.connecting = true
                 return .connect(failures: state.failures, notBefore: notBefore)
             }
+            // A connection that stopped being usable may still carry calls (draining after a goaway, or out of call
+            // ids): it is closed gracefully, and kept until it has closed. Dropped, it cancelled its connection's
+            // task, whose next write then failed every call still running on it.
+            if let retired { Task { await retired.close() } }
             switch step {
             case .ready(let client):
                 return client
@@ -423,10 +450,14 @@ public final class RPCChannel: RPCCaller {
     }
 
     private func finishAttempt(_ outcome: Result<RPCClient, any Error>, countsAsFailure: Bool) {
+        var unwanted: RPCClient?
         let (waiters, change) = state.withLock { state -> ([CheckedContinuation<Void, any Error>], LinkChange?) in
             state.connecting = false
             var change: LinkChange?
             switch outcome {
+            case .success(let client) where state.closed:
+                // The channel was closed while this attempt connected: nothing would ever close the connection.
+                unwanted = client
             case .success(let client):
                 if state.failures > 0 { change = .reachable(afterFailedAttempts: state.failures) }
                 state.client = client
@@ -449,6 +480,7 @@ public final class RPCChannel: RPCCaller {
         }
         for waiter in waiters { waiter.resume() }
         if let change { onLinkChange?(change) }
+        if let unwanted { Task { await unwanted.close() } }
     }
 
     private func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {

@@ -703,7 +703,7 @@ final class RPCConnection: Sendable {
                 return .failure(
                     RPCError(
                         .unavailable, "\(RPCError.closedBeforeSent)\(why)",
-                        cause: NotConnected(reason: RPCError.closedBeforeSent)))
+                        cause: NotConnected(reason: RPCError.closedBeforeSent, connectionWasClosing: true)))
             }
             do {
                 let (id, actions) = try core.machine.openCall(start)

@@ -39,6 +39,10 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// deadline, a cancel) before it was sent (`NotConnected`). Such a call did nothing there, whatever it asks.
     public var callWasNeverSent: Bool { cause is NotConnected }
 
+    /// Whether the call was never sent because its connection was closing (draining after a goaway, or out of call
+    /// ids): it goes on another connection as it is, which `RPCChannel` opens for it.
+    public var callMetAClosingConnection: Bool { (cause as? NotConnected)?.connectionWasClosing == true }
+
     /// How the message of a call opened on a connection that was closing begins (`callWasNeverSent`).
     public static let closedBeforeSent = "the connection closed before the call was sent"
 
@@ -78,8 +82,13 @@ public struct ConnectionEnded: Error, Sendable, CustomStringConvertible {
 /// or the call gave up first (DEADLINE_EXCEEDED, CANCELLED). `reason` is what the last attempt met.
 public struct NotConnected: Error, Sendable, CustomStringConvertible {
     public let reason: String
+    /// The call's connection was closing: another connection may take it (`RPCError.callMetAClosingConnection`).
+    public let connectionWasClosing: Bool
 
-    public init(reason: String) { self.reason = reason }
+    public init(reason: String, connectionWasClosing: Bool = false) {
+        self.reason = reason
+        self.connectionWasClosing = connectionWasClosing
+    }
 
     public var description: String { reason }
 }

@@ -47,6 +47,40 @@ import TokenetWire
         await harness.stop()
     }
 
+    /// A channel that replaces a draining connection (here out of call ids) closes it gracefully: a stream still
+    /// running on it gets every response. The connection was dropped instead, its task cancelled, and the stream's
+    /// next flow-control write failed every call on it ("write failed: the waiting task was cancelled").
+    @Test func aStreamOnAConnectionTheChannelReplacedRunsToItsEnd() async throws {
+        let (gateA, openA) = AsyncStream<Void>.makeStream()
+        let (gateB, openB) = AsyncStream<Void>.makeStream()
+        var router = InMemoryCallTests.echoRouter
+        router.serverStreaming(Echo.serverStream) { _, writer, _ in
+            try await writer.send(Scalars(fInt32: 1))
+            for await _ in gateA { break }
+            try await writer.send(Scalars(fInt32: 2))
+            for await _ in gateB { break }
+            try await writer.send(Scalars(fInt32: 3))
+        }
+        let harness = try await Self.start(router)
+        let (loop, port) = (harness.loop, harness.listener.port)
+        let channel = RPCChannel { try await PlainConnection.connect(host: "127.0.0.1", port: port, on: loop) }
+        do {
+            let first = try await channel.client(before: nil)
+            first.connection.core.withLock { $0.machine.nextStreamID = ConnectionStateMachine.largestStreamID }
+        }
+        var responses = try await channel.serverStreaming(Echo.serverStream, Scalars()).makeAsyncIterator()
+        #expect(try await responses.next()?.fInt32 == 1)
+        // The stream took the last id: this call goes on a new connection, and the channel lets the first one go.
+        #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+        openA.yield()
+        #expect(try await responses.next()?.fInt32 == 2)
+        openB.yield()
+        #expect(try await responses.next()?.fInt32 == 3)
+        #expect(try await responses.next() == nil)
+        await channel.close()
+        await harness.stop()
+    }
+
     @Test func manyCallsAndAStreamShareOneConnection() async throws {
         let harness = try await Self.start()
         let client = try await harness.client()

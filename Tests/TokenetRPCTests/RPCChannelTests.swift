@@ -88,6 +88,44 @@ import TokenetWire
         await first.connection.waitUntilClosed()
     }
 
+    /// A channel closed while a connection attempt is under way closes the connection the attempt makes: it stayed
+    /// open, held by nothing, for as long as the process lived.
+    @Test(.timeLimit(.minutes(3))) func aConnectionMadeAfterTheChannelClosedIsClosed() async throws {
+        let harness = Harness()
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let channel = RPCChannel(backoff: Self.fastBackoff) {
+            for await _ in gate { break }
+            return try await harness.connect()
+        }
+        let call = Task { try await channel.unary(Echo.unary, Scalars(fInt32: 1)) }
+        while channel.isConnecting == false { try await Task.sleep(for: .milliseconds(5)) }
+        await channel.close()
+        open.yield()
+        await #expect(throws: RPCError.self) { try await call.value }
+        #expect(harness.attempts.load(ordering: .relaxed) == 1)
+        // The attempt's connection is closed once it is made (the server counts it until then).
+        for _ in 0..<1_000 where harness.server.connectionCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(harness.server.connectionCount == 0)
+        #expect(channel.connectedPeer == nil)
+    }
+
+    /// A call that meets a connection which began closing (after the channel handed it out) is never sent there, and
+    /// says so (`callMetAClosingConnection`), which the channel takes as a call to open on its next connection.
+    @Test func aCallRefusedByAClosingConnectionMayGoOnAnother() async throws {
+        let harness = Harness()
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
+        let first = try await channel.client(before: nil)
+        // What a call finds when another call took the last id, or a goaway came, in between.
+        first.connection.beginShutdown()
+        let error = #expect(throws: RPCError.self) { _ = try first.open(Echo.unary.path, CallOptions()) }
+        #expect(error?.callMetAClosingConnection == true)
+        let response = try await channel.unary(Echo.unary, Scalars(fInt32: 1))
+        #expect(response.fInt32 == 2)
+        var stream = try await channel.serverStreaming(Echo.serverStream, Scalars(fUint32: 2)).makeAsyncIterator()
+        #expect(try await stream.next()?.fInt32 == 0)
+        #expect(harness.attempts.load(ordering: .relaxed) == 2)
+    }
+
     @Test func retriesWithBackoffUntilConnected() async throws {
         let harness = Harness(failures: 3)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
