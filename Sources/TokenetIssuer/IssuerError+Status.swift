@@ -28,6 +28,10 @@ extension IssuerError: RPCErrorConvertible {
                 .unavailable,
                 "\(message): \((cause as? StorageError)?.unwritableStorageAdvice(of: "the issuer") ?? "")",
                 cause: ServerFailure(self))
+        case .storage where (cause as? StorageError)?.isBusy == true:
+            RPCError(
+                .unavailable, "\(message): \((cause as? StorageError)?.busyAdvice(of: "the issuer") ?? "")",
+                cause: ServerFailure(self))
         // A damaged page fails the same way at every retry.
         case .storage where (cause as? StorageError)?.code == .corrupt:
             RPCError(

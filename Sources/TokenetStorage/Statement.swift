@@ -171,7 +171,7 @@ extension Statement {
     }
 
     /// Up to `limit` leading keywords of `sql`, upper-cased; scanning stops at the first character that is neither
-    /// a letter, whitespace nor part of a comment.
+    /// a letter, whitespace, part of a comment nor a semicolon before the first word.
     static func leadingWords(_ sql: String, limit: Int) -> [String] {
         var words: [String] = []
         var current = ""
@@ -187,6 +187,9 @@ extension Statement {
                 current.unicodeScalars.append(scalar)
             } else if scalar.properties.isWhitespace {
                 finishWord()
+            } else if scalar == ";" && words.isEmpty && current.isEmpty {
+                // Empty statements before the first word: SQLite skips them (";COMMIT" is a COMMIT).
+                continue
             } else if scalar == "-" && pending == "-" {
                 finishWord()
                 while let next = pending, next != "\n" { pending = scalars.next() }

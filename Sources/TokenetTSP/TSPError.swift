@@ -88,6 +88,11 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
                 "the token service failed while \(what): " + storage.unwritableStorageAdvice(of: "it"),
                 cause: Described(error))
         }
+        if let storage = error as? StorageError, storage.isBusy {
+            return TSPError(
+                .storageUnavailable, "the token service failed while \(what): " + storage.busyAdvice(of: "the TSP"),
+                cause: Described(error))
+        }
         // "Try again later" sent people to retry a call that met a damaged page, which fails the same way each time.
         if let storage = error as? StorageError, storage.code == .corrupt {
             return TSPError(

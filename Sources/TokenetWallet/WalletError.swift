@@ -50,6 +50,10 @@ public struct WalletError: Error, Sendable, CustomStringConvertible {
                 .unavailable, "\(message): \(storage.unwritableStorageAdvice(of: "the wallet"))",
                 cause: ServerFailure(self))
         }
+        if code == .internal, let storage = cause as? StorageError, storage.isBusy {
+            return RPCError(
+                .unavailable, "\(message): \(storage.busyAdvice(of: "the wallet"))", cause: ServerFailure(self))
+        }
         // A damaged page fails the same way at every retry.
         if code == .internal, let storage = cause as? StorageError, storage.code == .corrupt {
             return RPCError(

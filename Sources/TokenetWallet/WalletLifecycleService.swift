@@ -220,7 +220,8 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                 } catch {
                     throw WalletError(
                         error.code,
-                        "no payment was made: \(card.cardRef) has no payment keys left, and \(error.message)")
+                        "no payment was made: \(card.cardRef) has no payment keys left, and \(error.message)",
+                        cause: error.cause)
                 }
                 taken = try store.usePaymentKey(cardID: card.id)
             }

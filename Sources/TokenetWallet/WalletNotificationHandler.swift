@@ -93,12 +93,16 @@ public final class WalletNotificationHandler: NotificationHandler {
             if card == nil, let unanswered = try store.card(digitizeRequestID: body.digitizeRequestID) {
                 return try endUnanswered(unanswered, body, notification)
             }
-            guard let card else {
-                // Most likely the state of a token whose Digitize answer is still on its way (this message overtook
-                // it): kept, and applied when the answer is recorded (`WalletStore+EarlyStates`).
-                try store.keepEarlyState(
+            var recorded = card
+            if recorded == nil {
+                recorded = try store.keepEarlyState(
                     digitalCardID: notification.cardID, state: body.tokenState, version: body.stateVersion,
                     nowMs: clock())
+            }
+            guard let card = recorded else {
+                // Most likely the state of a token whose Digitize answer is still on its way (this message overtook
+                // it): kept, and applied when the answer is recorded (`WalletStore+EarlyStates`). A card recorded
+                // since the look above is returned instead, and updated here.
                 return logger.info("card state for a card not recorded yet; kept until its digitization is", fields)
             }
             try updates.apply(body.tokenState, version: body.stateVersion, to: card)

@@ -14,12 +14,18 @@ extension WalletStore {
     static let earlyStateLifetimeMs: UInt64 = 24 * 3_600_000
 
     /// Keeps `state` of the token `digitalCardID`, unless a newer one is kept already; forgets those older than a
-    /// day.
+    /// day. When the token's card was recorded meanwhile (its Digitize answer came between the caller's look and
+    /// this transaction), keeps nothing and returns that card, for the state to be applied to it: kept, the state
+    /// waited for an answer already recorded, and the card stayed as its answer left it.
+    @discardableResult
     public func keepEarlyState(
         digitalCardID: String, state: CardV1.TokenState, version: UInt64, nowMs: UInt64
-    ) throws(WalletError) {
+    ) throws(WalletError) -> WalletCardRecord? {
         try run("keep the token state") {
             try database.transaction { tx in
+                if let recorded = try tx.queryOne(Self.digitalCardQuery, [digitalCardID]).map(Self.record) {
+                    return recorded
+                }
                 _ = try tx.execute(
                     "DELETE FROM early_card_states WHERE received_at_ms < ?",
                     [Int64(clamping: nowMs) - Int64(Self.earlyStateLifetimeMs)])
@@ -36,6 +42,7 @@ extension WalletStore {
                         digitalCardID, Int64(state.rawValue), Int64(clamping: version), Int64(clamping: nowMs),
                         Int64(CardV1.TokenState.deactivated.rawValue), Int64(CardV1.TokenState.deactivated.rawValue),
                     ])
+                return nil
             }
         }
     }

@@ -67,7 +67,8 @@ extension WalletStore {
                 [
                     transaction.transactionID, transaction.digitalCardID, transaction.amountMinor,
                     transaction.currency, transaction.merchant, transaction.approved ? 1 : 0,
-                    Int64(transaction.transactionAtMs), Int64(transaction.lastCallTimestampMs),
+                    // The TSP's numbers: one past Int64's range trapped, and the redelivered message with it.
+                    Int64(clamping: transaction.transactionAtMs), Int64(clamping: transaction.lastCallTimestampMs),
                 ])
         }
     }
@@ -78,7 +79,9 @@ extension WalletStore {
                 let row = try database.queryOne(
                     "SELECT remaining, batches FROM payment_keys WHERE card_id = ?", [cardID])
             else { return PaymentKeyCount(remaining: 0, batches: 0) }
-            return PaymentKeyCount(remaining: UInt32(try row.int64(0)), batches: UInt32(try row.int64(1)))
+            // Sums of the TSP's batch sizes, which may pass UInt32's range.
+            return PaymentKeyCount(
+                remaining: UInt32(clamping: try row.int64(0)), batches: UInt32(clamping: try row.int64(1)))
         }
     }
 

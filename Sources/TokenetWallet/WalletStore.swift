@@ -194,7 +194,7 @@ public final class WalletStore: Sendable {
                     VALUES (?, ?, ?, 'PENDING_TERMS', ?, ?, ?, ?, ?, ?)
                     """,
                     [
-                        source.rawValue, Int64(scheme.rawValue), panLast4, receipt, Int64(receiptExpiresAtMs),
+                        source.rawValue, Int64(scheme.rawValue), panLast4, receipt, Int64(clamping: receiptExpiresAtMs),
                         termsBytes, walletAccountID, Int64(nowMs), Int64(nowMs),
                     ])
                 return try tx.lastInsertRowID

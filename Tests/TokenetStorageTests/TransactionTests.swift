@@ -112,6 +112,7 @@ import Testing
 
     @Test(arguments: [
         "COMMIT", "ROLLBACK", "end transaction", "  -- note\n /* block */ Commit;", "BEGIN", "rollback transaction;",
+        ";COMMIT", " ; ROLLBACK",
     ])
     func endingOrBeginningATransactionInsideTheBodyIsRefusedBeforeItRuns(statement: String) throws {
         let database = try makeDatabase()
@@ -144,7 +145,10 @@ import Testing
     }
 
     @Test func transactionControlKeywordsAreRecognisedPastCommentsAndCase() {
-        let controlling = ["BEGIN", "begin immediate", " \n\tCOMMIT", "/* x */end", "-- c\nRollback", "ROLLBACK;"]
+        let controlling = [
+            "BEGIN", "begin immediate", " \n\tCOMMIT", "/* x */end", "-- c\nRollback", "ROLLBACK;", ";COMMIT",
+            " ; ;commit", "-- c\n;END",
+        ]
         let ordinary = [
             "ROLLBACK TO s", "rollback transaction to s", "SELECT 1", "SAVEPOINT s", "RELEASE s",
             "/* BEGIN */ SELECT 1",
