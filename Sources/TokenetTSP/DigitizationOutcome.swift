@@ -1,4 +1,5 @@
 import TokenetCard
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -27,20 +28,39 @@ struct DigitizationOutcome: Sendable, Equatable {
                 decision: .approved, state: .active, reason: "issuer approved", idvMethods: [], declineReason: "",
                 decidedBy: "issuer")
         case .declined:
-            let why = response.reason.isEmpty ? "the issuer declined the card for this wallet" : response.reason
+            // The issuer's words go to the wallet, the history and the logs: a card number in them is masked, as in
+            // every text a party sends outside encrypted card data.
+            let why =
+                response.reason.isEmpty ? "the issuer declined the card for this wallet" : maskPAN(response.reason)
             return DigitizationOutcome(
                 decision: .declined, state: .deactivated, reason: "issuer declined: \(why)", idvMethods: [],
                 declineReason: why, decidedBy: "issuer")
         case .requireAdditionalAuthentication:
             // A step-up with no method would leave the token INACTIVE with nothing the wallet could do: the answer
-            // is as unusable as none, and the stand-in decides.
-            guard !response.idvMethods.isEmpty else { return nil }
+            // is as unusable as none, and the stand-in decides. So is one whose methods the cardholder could not
+            // choose between (`usableMethods`).
+            guard let methods = usableMethods(response.idvMethods) else { return nil }
             return DigitizationOutcome(
                 decision: .requireAdditionalAuthentication, state: .inactive,
-                reason: "issuer requires additional authentication", idvMethods: response.idvMethods,
+                reason: "issuer requires additional authentication", idvMethods: methods,
                 declineReason: "", decidedBy: "issuer")
         default:
             return nil
+        }
+    }
+
+    /// The methods of a step-up, their destinations' card numbers masked; nil when there is none, or when one has no
+    /// id or type, or shares its id with another: the wallet selects a method by its id, so such a method could not
+    /// be chosen (two methods named "x" sent the code by the second whichever the cardholder meant).
+    static func usableMethods(_ methods: [CardV1.IdvMethod]) -> [CardV1.IdvMethod]? {
+        guard !methods.isEmpty,
+            methods.allSatisfy({ !$0.id.isEmpty && $0.type != .unspecified }),
+            Set(methods.map(\.id)).count == methods.count
+        else { return nil }
+        return methods.map { method in
+            var method = method
+            method.maskedValue = maskPAN(method.maskedValue)
+            return method
         }
     }
 

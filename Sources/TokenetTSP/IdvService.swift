@@ -293,7 +293,8 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
                 throw TSPError(
                     .permissionDenied, "token \"\(token.digitalCardID)\" belongs to another issuer's card")
             }
-            let reason = request.reason.isEmpty ? "issuer call centre verified the cardholder" : request.reason
+            let reason =
+                request.reason.isEmpty ? "issuer call centre verified the cardholder" : maskPAN(request.reason)
             let change = try await tsp.stateChanges.run {
                 // Read again in turn: an activation that ran meanwhile has made this one a repeat, which changes
                 // nothing and notifies no one.

@@ -138,7 +138,9 @@ extension TSPService {
             if Task.isCancelled { return nil }
             problem =
                 answer.decision == .requireAdditionalAuthentication
-                ? "the issuer asked for a step-up and offered no ID&V method" : "the issuer answered without a decision"
+                ? "the issuer asked for a step-up and offered no usable ID&V method (each needs an id of its own and a "
+                    + "type)"
+                : "the issuer answered without a decision"
             log.warning(
                 "issuer answer unusable; applying the stand-in rule",
                 ["issuer_id": pending.token.issuerID, "problem": problem])

@@ -180,7 +180,8 @@ extension TSPService {
             return nil
         }
         guard !answer.eligible else { return nil }
-        let why = answer.reason.isEmpty ? "the card issuer does not allow this card in this wallet" : answer.reason
+        let why =
+            answer.reason.isEmpty ? "the card issuer does not allow this card in this wallet" : maskPAN(answer.reason)
         log.info("issuer declined eligibility", ["issuer": issuer.id, "last4": card.last4])
         return EligibilityRules.Ineligible(reason: .issuerDeclined, message: why)
     }

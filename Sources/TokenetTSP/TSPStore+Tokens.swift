@@ -278,6 +278,8 @@ extension TSPStore {
             tx, token: token, from: from, to: to, actor: actor, reason: reason, traceID: traceID, nowMs: nowMs)
     }
 
+    /// Appends a row to the token's history. Its reason may hold a party's own words (an issuer's decline or
+    /// activation reason): a card number in it is masked before it is stored.
     func recordEvent(
         _ tx: Transaction, token: String, from: TokenLifecycleStateMachine.State?, to: TokenLifecycleStateMachine.State,
         actor: String, reason: String, traceID: String, nowMs: UInt64
@@ -286,6 +288,6 @@ extension TSPStore {
             """
             INSERT INTO token_events (digital_card_id, at_ms, from_state, to_state, actor, reason, trace_id)
             VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, [token, Int64(nowMs), from?.rawValue, to.rawValue, actor, reason, traceID])
+            """, [token, Int64(nowMs), from?.rawValue, to.rawValue, actor, maskPAN(reason), traceID])
     }
 }

@@ -294,7 +294,44 @@ import TokenetWire
         #expect(response.decidedBy == "stand-in")
         let history = try await tsp.control.tokenHistory(
             TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))
-        #expect(history.events.last?.reason.contains("offered no ID&V method") == true)
+        #expect(history.events.last?.reason.contains("offered no usable ID&V method") == true)
+    }
+
+    /// Methods the cardholder could not choose between (two with one id, one without an id or a type) make the
+    /// step-up as unusable as one without methods: the wallet selects a method by its id, and with two named "x"
+    /// the code went by the second whichever was meant.
+    @Test(arguments: [
+        [
+            CardV1.IdvMethod(id: "x", type: .otpSms, maskedValue: "***-***-1234"),
+            CardV1.IdvMethod(id: "x", type: .otpEmail, maskedValue: "j***@example.com"),
+        ],
+        [CardV1.IdvMethod(id: "", type: .otpSms, maskedValue: "***-***-1234")],
+        [CardV1.IdvMethod(id: "sms-1", type: .unspecified, maskedValue: "***-***-1234")],
+    ])
+    func aStepUpWithMethodsNoOneCanSelectGoesToStandIn(methods: [CardV1.IdvMethod]) async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.stepUpWith(methods))
+        let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
+        #expect(response.decidedBy == "stand-in")
+        #expect(response.idvMethods.isEmpty)
+    }
+
+    /// A card number in an issuer's own words (a decline reason, a method's destination) is masked before the
+    /// wallet, the history or a log has it, as in every text outside encrypted card data.
+    @Test func cardNumbersInTheIssuersWordsAreMasked() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.decline("card \(TSPHarness.visa) blocked"))
+        let declined = try await tsp.digitize(try await tsp.eligibleVisa())
+        #expect(declined.declineReason == "card ************1111 blocked")
+        let history = try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.first
+        let events = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: try #require(history?.digitalCardID))
+        ).events
+        #expect(events.last?.reason == "issuer declined: card ************1111 blocked")
+
+        tsp.issuer.set(.stepUpWith([CardV1.IdvMethod(id: "mail", type: .otpEmail, maskedValue: TSPHarness.visa)]))
+        let steppedUp = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.visa))
+        #expect(steppedUp.idvMethods.map(\.maskedValue) == ["************1111"])
     }
 
     @Test func sameRequestIDGivesTheSameAnswerAndOneToken() async throws {

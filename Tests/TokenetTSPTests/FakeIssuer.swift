@@ -23,6 +23,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         case unspecified
         /// Asks for a step-up and offers no method.
         case stepUpWithoutMethods
+        /// Asks for a step-up offering these methods.
+        case stepUpWith([CardV1.IdvMethod])
     }
 
     struct State {
@@ -120,6 +122,9 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
             return IssuerV1.AuthorizeDigitizationResponse()
         case .stepUpWithoutMethods:
             return IssuerV1.AuthorizeDigitizationResponse(decision: .requireAdditionalAuthentication)
+        case .stepUpWith(let methods):
+            return IssuerV1.AuthorizeDigitizationResponse(
+                decision: .requireAdditionalAuthentication, idvMethods: methods)
         }
     }
 }
