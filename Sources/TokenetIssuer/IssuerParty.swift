@@ -98,6 +98,7 @@ struct IssuerParty: Sendable {
         login: (any CardholderLogin)? = nil, instanceID: String = ""
     ) throws(IssuerError) -> IssuerParty {
         let store = try IssuerStore.open(directory: directory)
+        if let change = store.schemaChange { logger.info(change.message, change.fields(path: store.database.path)) }
         if let fixturesPath {
             let fixture = try IssuerFixture.load(path: fixturesPath)
             try store.importFixture(fixture)

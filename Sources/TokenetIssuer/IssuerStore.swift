@@ -30,6 +30,8 @@ struct IssuerProfile: Sendable, Equatable {
 final class IssuerStore: Sendable {
     let database: Database
     let vault: DataVault
+    /// What opening the database did to its schema (nil: it was up to date), for the node's log.
+    let schemaChange: SchemaChange?
 
     static let migrations = [
         Migration(
@@ -107,11 +109,12 @@ final class IssuerStore: Sendable {
         self.database = database
         self.vault = vault
         do {
-            _ = try Migrator(Self.migrations).migrate(database)
+            schemaChange = SchemaChange(
+                applied: try Migrator(Self.migrations).migrate(database), among: Self.migrations)
         } catch {
             // A StorageError is kept as it is, so the node can tell a database it must not start on by its code.
             throw IssuerError(
-                .storage, "cannot migrate the issuer database",
+                .storage, "cannot open the issuer database \(database.path ?? "")",
                 cause: (error as? StorageError) ?? IssuerDescribedError(error))
         }
     }

@@ -249,7 +249,8 @@ public struct Migrator: Sendable {
             throw StorageError(
                 .schema,
                 "the database schema is at version \(newest), newer than version \(latestVersion), the newest this "
-                    + "code knows; it was written by a newer Tokenet and is left untouched")
+                    + "code knows; it was written by a newer Tokenet and is left untouched: run that Tokenet (or a "
+                    + "newer one) on it, or restore the data directory from a copy made before the upgrade")
         }
         let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
         for record in applied {
@@ -280,4 +281,40 @@ public struct Migrator: Sendable {
             applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
         ) STRICT;
         """
+}
+
+/// What opening a database did to its schema, for the node's log: it made a new database, or migrated an older one.
+/// Logged because the change is one way: a Tokenet older than the migrations refuses the database from then on.
+public struct SchemaChange: Sendable, Equatable {
+    /// The schema version before: 0 for a new database.
+    public let from: Int
+    public let to: Int
+    /// The names of the migrations applied, oldest first.
+    public let migrations: [String]
+
+    /// What `migrate` did, from the migrations it `applied` out of all of them (`among`); nil when it applied none.
+    /// The version before is the one of the migration before the first applied (versions may leave gaps).
+    public init?(applied: [Migration], among all: [Migration]) {
+        guard let first = applied.first, let last = applied.last else { return nil }
+        from = all.last(where: { $0.version < first.version })?.version ?? 0
+        to = last.version
+        migrations = applied.map(\.name)
+    }
+
+    /// The log line's message.
+    public var message: String {
+        from == 0
+            ? "database created"
+            : "database migrated to a newer schema; a Tokenet older than this one refuses it from now on"
+    }
+
+    /// The log line's fields: the file, the versions, and for a migration the migrations applied.
+    public func fields(path: String?) -> KeyValuePairs<String, String> {
+        let file = path ?? "(in memory)"
+        if from == 0 { return ["database": file, "schema": "\(to)"] }
+        return [
+            "database": file, "schema_from": "\(from)", "schema_to": "\(to)",
+            "migrations": migrations.joined(separator: ","),
+        ]
+    }
 }

@@ -94,6 +94,7 @@ public enum TSPNode {
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
+            if let change = store.schemaChange { logger.info(change.message, change.fields(path: store.database.path)) }
             let kept = try store.keepUnconfirmedOTPCodes()
             if kept > 0 {
                 logger.info(

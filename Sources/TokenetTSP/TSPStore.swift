@@ -21,11 +21,13 @@ struct IssuerRecord: Sendable, Equatable {
 final class TSPStore: Sendable {
     let database: Database
     let vault: DataVault
+    /// What opening the database did to its schema (nil: it was up to date), for the node's log.
+    let schemaChange: SchemaChange?
 
     init(database: Database, vault: DataVault) throws {
         self.database = database
         self.vault = vault
-        _ = try Migrator(Self.migrations).migrate(database)
+        schemaChange = SchemaChange(applied: try Migrator(Self.migrations).migrate(database), among: Self.migrations)
     }
 
     /// Refuses the database at `path` when it is not a TSP's (`Migrator.checkOwnership`), changing nothing; a path

@@ -29,6 +29,9 @@ public enum WalletNode {
             throw NodeError(config ? .config : .io, error.message, cause: error.cause)
         }
         context.closeWhenStopped("the wallet database") { try store.database.close() }
+        if let change = store.schemaChange {
+            context.logger.info(change.message, change.fields(path: store.database.path))
+        }
         let tsp = try context.channel(to: .tsp)
         let selection: WalletSelection
         do {

@@ -7,6 +7,8 @@ import TokenetWire
 /// Every change is one statement in one transaction. The card number is never stored: only its last four digits.
 public final class WalletStore: Sendable {
     let database: Database
+    /// What opening the database did to its schema (nil: it was up to date), for the node's log.
+    public let schemaChange: SchemaChange?
 
     static let migrations = [
         Migration(
@@ -128,11 +130,12 @@ public final class WalletStore: Sendable {
     public init(database: Database) throws(WalletError) {
         self.database = database
         do {
-            _ = try Migrator(Self.migrations).migrate(database)
+            schemaChange = SchemaChange(
+                applied: try Migrator(Self.migrations).migrate(database), among: Self.migrations)
         } catch {
             // A StorageError is kept as it is, so the node can tell a database it must not start on by its code.
             throw WalletError(
-                .internal, "the wallet database could not be migrated",
+                .internal, "cannot open the wallet database \(database.path ?? "")",
                 cause: (error as? StorageError) ?? DescribedCause(error))
         }
         try fillDigitalCardIDs()

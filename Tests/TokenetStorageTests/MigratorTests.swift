@@ -47,6 +47,27 @@ import Testing
         #expect(applied.map(\.version) == [2, 5])
     }
 
+    /// What a start did to the schema, for the node's log: a new database, or one migrated from an older version
+    /// (versions may leave gaps: after 2 comes 5).
+    @Test func aSchemaChangeNamesTheVersionsAndTheMigrations() throws {
+        let database = try Database.openInMemory()
+        let created = SchemaChange(
+            applied: try Migrator(Array(Self.migrations.prefix(2))).migrate(database), among: Self.migrations)
+        #expect(created?.from == 0)
+        #expect(created?.to == 2)
+        #expect(created?.message == "database created")
+        let migrated = SchemaChange(applied: try Migrator(Self.migrations).migrate(database), among: Self.migrations)
+        #expect(migrated?.from == 2)
+        #expect(migrated?.to == 5)
+        #expect(migrated?.migrations == ["card status"])
+        #expect(migrated?.message.contains("a Tokenet older than this one refuses it from now on") == true)
+        #expect(
+            Array(migrated?.fields(path: "/data/node.sqlite") ?? [:]).map { "\($0.key)=\($0.value)" } == [
+                "database=/data/node.sqlite", "schema_from=2", "schema_to=5", "migrations=card status",
+            ])
+        #expect(SchemaChange(applied: try Migrator(Self.migrations).migrate(database), among: Self.migrations) == nil)
+    }
+
     @Test func aNewerDatabaseIsRefusedNamingBothVersions() throws {
         let database = try Database.openInMemory()
         try Migrator(Self.migrations).migrate(database)
@@ -55,6 +76,7 @@ import Testing
         #expect(error?.code == .schema)
         #expect(error?.message.contains("version 5") == true)
         #expect(error?.message.contains("version 2") == true)
+        #expect(error?.message.contains("restore the data directory from a copy made before the upgrade") == true)
         #expect(try Migrator(Self.migrations).currentVersion(of: database) == 5)
     }
 
