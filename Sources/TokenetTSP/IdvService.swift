@@ -35,14 +35,17 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             switch method.type {
             case .otpSms, .otpEmail:
                 let code = OTPCode.generate()
-                let action = try await tsp.otpTurns.one(token.digitalCardID, cancelled: Self.cancelledWaiting) {
+                let (action, sentTo) = try await tsp.otpTurns.one(
+                    token.digitalCardID, cancelled: Self.cancelledWaiting
+                ) { () async throws -> (OTPStateMachine.DeliveryAction, String?) in
                     let (action, previous) = try tsp.store.selectOTP(
                         digitalCardID: token.digitalCardID, methodID: method.id, candidateCode: code,
                         policy: tsp.configuration.otpPolicy, cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay,
                         nowMs: tsp.nowMs)
-                    guard case .deliver(_, let expiresAtMs) = action else { return action }
+                    guard case .deliver(_, let expiresAtMs) = action else { return (action, nil) }
+                    let sentTo: String
                     do {
-                        try await deliver(
+                        sentTo = try await deliver(
                             code, method: method, token: token, expiresAtMs: expiresAtMs,
                             retry: "select the method again",
                             ifLost: "enter it if it arrives; if none does, ask for a resend")
@@ -52,7 +55,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                         settle(failure, code: code, previous: previous, token: token, log: log)
                         throw failure.error
                     }
-                    return action
+                    return (action, sentTo)
                 }
                 switch action {
                 case .deliver(_, let expiresAtMs):
@@ -60,7 +63,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.codeSent = true
                     response.codeExpiresAtMs = expiresAtMs
                     response.triesLeft = UInt32(tsp.configuration.otpMaxAttempts)
-                    response.instructions = "enter the code sent to \(method.maskedValue)"
+                    var sentBy = method
+                    if let sentTo { sentBy.maskedValue = sentTo }
+                    response.method = sentBy
+                    response.instructions = "enter the code sent to \(sentBy.maskedValue)"
                 case .alreadySent(let methodID, let expiresAtMs, let attemptsLeft, let resendsLeft):
                     // The code out went by the method first picked, which a resend uses too: the answer names that
                     // one, not the method asked now, or the wallet shows the cardholder a code on its way to an
@@ -144,8 +150,9 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 guard case .deliver(let methodID, let expiresAtMs) = action else { return (action, nil) }
                 guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
                 else { throw TSPError(.internal, "the method of a sent code disappeared") }
+                var sentBy = method
                 do {
-                    try await deliver(
+                    sentBy.maskedValue = try await deliver(
                         code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend",
                         ifLost: "enter it if it arrives, or the code sent before, which stays valid too; if neither "
                             + "arrives, ask for a resend again")
@@ -154,7 +161,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     settle(failure, code: code, previous: previous, token: token, log: log)
                     throw failure.error
                 }
-                return (action, method)
+                return (action, sentBy)
             }
             switch action {
             case .deliver(let methodID, let expiresAtMs):
@@ -237,21 +244,24 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         }
     }
 
-    /// Has the issuer deliver a code. The code is already stored (as its digest); if delivery fails the error says
-    /// what to `retry`, or, when the issuer's answer was lost, what to do `ifLost`.
+    /// Has the issuer deliver a code, and returns where the issuer says it went (`SendOtpResponse.masked_destination`,
+    /// a card number in it masked), or the method's destination when it says nothing. The code is already stored (as
+    /// its digest); if delivery fails the error says what to `retry`, or, when the issuer's answer was lost, what to
+    /// do `ifLost`.
     private func deliver(
         _ code: String, method: CardV1.IdvMethod, token: TokenRecord, expiresAtMs: UInt64, retry: String,
         ifLost: String
-    ) async throws(DeliveryFailure) {
+    ) async throws(DeliveryFailure) -> String {
         do {
             guard let issuer = try tsp.store.issuers().first(where: { $0.id == token.issuerID }) else {
                 throw RPCError(.unavailable, "issuer \(token.issuerID) is no longer registered")
             }
-            _ = try await tsp.issuers.otp(for: issuer).sendOTP(
+            let answer = try await tsp.issuers.otp(for: issuer).sendOTP(
                 IssuerV1.SendOtpRequest(
                     digitalCardID: token.digitalCardID, methodID: method.id, type: method.type, code: code,
                     expiresAtMs: expiresAtMs),
                 options: CallOptions(timeout: tsp.configuration.issuerDeadline))
+            return answer.maskedDestination.isEmpty ? method.maskedValue : maskPAN(answer.maskedDestination)
         } catch {
             let error = error as? RPCError ?? RPCError(.internal, "\(error)")
             let status = error.code.protoValueName ?? "\(error.code.rawValue)"

@@ -13,6 +13,8 @@ final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
         var released = false
         /// The next delivery sends the code, then never answers (until `releaseHeld()`): the TSP's answer is lost.
         var hangAfterSending = false
+        /// Where the issuer says each code went (`SendOtpResponse.masked_destination`); empty says nothing.
+        var destination = ""
     }
 
     let state = Mutex(State())
@@ -54,13 +56,13 @@ final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
             return state.holdNext
         }
         if hold { await waitUntilReleased() }
-        let hangs = try state.withLock { state in
+        let (hangs, destination) = try state.withLock { state in
             if state.failing { throw RPCError(.unavailable, "the SMS gateway is down") }
             state.sent.append(request)
             defer { state.hangAfterSending = false }
-            return state.hangAfterSending
+            return (state.hangAfterSending, state.destination)
         }
         if hangs { await waitUntilReleased() }
-        return IssuerV1.SendOtpResponse(maskedDestination: "***-***-1234")
+        return IssuerV1.SendOtpResponse(maskedDestination: destination)
     }
 }

@@ -55,6 +55,21 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "ACTIVE") { try await submit(tsp, card, code) }
     }
 
+    /// The wallet is told where the issuer says the code went (`SendOtpResponse.masked_destination`), in the method
+    /// and the instructions of a select and a resend; the method's own destination when the issuer says nothing.
+    @Test func theCodesDestinationIsTheOneTheIssuerNames() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        tsp.otp.state.withLock { $0.destination = "+1 ***-***-9876" }
+        let selected = try await select(tsp, card)
+        #expect(selected.method?.maskedValue == "+1 ***-***-9876")
+        #expect(selected.method?.id == "otp-sms")
+        #expect(selected.instructions == "enter the code sent to +1 ***-***-9876")
+        tsp.otp.state.withLock { $0.destination = "" }
+        let resent = try await tsp.idv.resendOTP(.init(digitalCardID: card))
+        #expect(resent.method?.maskedValue == "***-***-1234")
+    }
+
     /// Another wallet node is refused every ID&V call on a token it did not digitize, before anything is sent or
     /// counted: no code reaches the cardholder, no try is spent, and the right code does not activate the token.
     @Test func anotherWalletCannotStepUpAToken() async throws {

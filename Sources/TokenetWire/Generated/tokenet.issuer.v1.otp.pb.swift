@@ -65,7 +65,8 @@ extension IssuerV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__send_otp_response())
         }
 
-        /// Where it went, masked.
+        /// Where it went, masked: the wallet is shown it as the method's destination (SelectIdvMethodResponse.method,
+        /// ResendOtpResponse.method). Empty: the method's own masked_value is shown.
         public var maskedDestination: String = ""
 
         public init() {}

@@ -222,11 +222,13 @@ extension TspV1 {
 
         /// An issuer announces itself at start-up: its id, its BIN ranges and its encryption key. The TSP keeps the
         /// registration (across its restarts too) with the calling node's certificate id; a later call from that node
-        /// replaces it (a new key, new ranges), a call from another node is PERMISSION_DENIED, ranges that overlap another
+        /// replaces it (a new key, new ranges), but a node speaks for one issuer: another issuer_id from the same node is
+        /// FAILED_PRECONDITION. A call from another node is PERMISSION_DENIED, ranges that overlap another
         /// issuer's are FAILED_PRECONDITION, and a missing id or range, a bad range or an unusable key INVALID_ARGUMENT.
         /// The registration says nothing of the issuer's address: the TSP calls the issuer (IssuerDecisions, IssuerOtp in
         /// tokenet/issuer/v1) at the address its own --issuer option gives for this issuer id (ID=HOST:PORT), or else for
-        /// every issuer (HOST:PORT), with the tsp role's certificate. An issuer that
+        /// every issuer (HOST:PORT), with the tsp role's certificate; the issuer serving there must present the
+        /// certificate of the node that registered (the TSP refuses any other as not this issuer's). An issuer that
         /// starts before the TSP retries while the call fails with UNAVAILABLE (issuer-node does, in the background).
         public static let registerIssuer = MethodDescriptor<TspV1.RegisterIssuerRequest, TspV1.RegisterIssuerResponse>(
             service: serviceName, name: "RegisterIssuer", kind: .unary, allowedRoles: ["issuer"]

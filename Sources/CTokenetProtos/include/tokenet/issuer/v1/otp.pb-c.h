@@ -61,7 +61,8 @@ struct  Tokenet__Issuer__V1__SendOtpResponse
 {
   ProtobufCMessage base;
   /*
-   * Where it went, masked.
+   * Where it went, masked: the wallet is shown it as the method's destination (SelectIdvMethodResponse.method,
+   * ResendOtpResponse.method). Empty: the method's own masked_value is shown.
    */
   char *masked_destination;
 };
