@@ -599,7 +599,7 @@ struct ConnectionStateMachine {
     /// The peer's hello did not arrive in time (`RPCConnection.helloTimeout`): whatever answered the connection
     /// does not speak Tokenet, or hangs. Without this a call without a deadline would wait for it forever.
     mutating func helloTimedOut(after description: String) -> Actions {
-        guard state == .awaitingHello else { return [] }
+        guard !peerHelloReceived, state != .closed else { return [] }
         return connectionError(
             .protocolError, "no hello from the peer within \(description): it does not speak Tokenet, or it hangs")
     }

@@ -104,6 +104,8 @@ public final class RPCChannel: RPCCaller {
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var nextWaiter: UInt64 = 0
         var closed = false
+        /// Connections the channel stopped using while they still carried calls (`retire`), until they have closed.
+        var retired: [ObjectIdentifier: RPCClient] = [:]
     }
 
     private let connector: Connector
@@ -154,13 +156,31 @@ public final class RPCChannel: RPCCaller {
     /// against a peer that refused every attempt.
     public static let defaultReadinessWait: Duration = .seconds(10)
 
-    /// Closes the current connection gracefully; later calls fail with `UNAVAILABLE`.
+    /// Closes the current connection gracefully, and waits for those it stopped using to close too (their calls
+    /// finish); later calls fail with `UNAVAILABLE`.
     public func close() async {
-        let client = state.withLock { state in
+        let (client, retired) = state.withLock { state in
             state.closed = true
-            return state.client
+            return (state.client, Array(state.retired.values))
         }
         await client?.close()
+        for connection in retired { await connection.close() }
+    }
+
+    /// Stops using `client` (it began closing, or refused a call as closing) and closes it gracefully: the calls
+    /// still on it finish. Kept in `retired` until it has closed, for `close()` to wait for. Dropped instead, its
+    /// connection's task was cancelled, and the next write failed every stream still running on it.
+    private func retire(_ client: RPCClient) {
+        let id = ObjectIdentifier(client)
+        let first = state.withLock { state in
+            if state.client === client { state.client = nil }
+            return state.retired.updateValue(client, forKey: id) == nil
+        }
+        guard first else { return }
+        Task {
+            await client.close()
+            self.state.withLock { _ = $0.retired.removeValue(forKey: id) }
+        }
     }
 
     /// Who the current connection leads to (`RPCCaller.connectedPeer`).
@@ -186,9 +206,11 @@ public final class RPCChannel: RPCCaller {
         options: CallOptions = CallOptions()
     ) async throws -> Response {
         let started = ContinuousClock.now
+        let first = try await client(for: options)
         do {
-            return try await client(for: options).unary(method, request, options: options)
+            return try await first.unary(method, request, options: options)
         } catch let error as RPCError where error.callWasNotProcessed || error.callMetAClosingConnection {
+            if error.callMetAClosingConnection { retire(first) }
             guard let again = Self.sendingAgain(options, since: started) else { throw error }
             return try await client(for: again).unary(method, request, options: again)
         }
@@ -205,9 +227,11 @@ public final class RPCChannel: RPCCaller {
     ) async throws -> ResponseStream<Response> {
         let started = ContinuousClock.now
         let stream: ResponseStream<Response>
+        let first = try await client(for: options)
         do {
-            stream = try await client(for: options).serverStreaming(method, request, options: options)
+            stream = try first.serverStreaming(method, request, options: options)
         } catch let error as RPCError where error.callMetAClosingConnection {
+            retire(first)
             guard let again = Self.sendingAgain(options, since: started) else { throw error }
             stream = try await client(for: again).serverStreaming(method, request, options: again)
         }
@@ -227,6 +251,7 @@ public final class RPCChannel: RPCCaller {
         do {
             return (client, try client.open(path, options))
         } catch let error as RPCError where error.callMetAClosingConnection {
+            retire(client)
             guard let again = Self.sendingAgain(options, since: started) else { throw error }
             let next = try await self.client(for: again)
             return (next, try next.open(path, again))
@@ -345,9 +370,8 @@ public final class RPCChannel: RPCCaller {
                 return .connect(failures: state.failures, notBefore: notBefore)
             }
             // A connection that stopped being usable may still carry calls (draining after a goaway, or out of call
-            // ids): it is closed gracefully, and kept until it has closed. Dropped, it cancelled its connection's
-            // task, whose next write then failed every call still running on it.
-            if let retired { Task { await retired.close() } }
+            // ids): it is closed gracefully, its calls finishing.
+            if let retired { retire(retired) }
             switch step {
             case .ready(let client):
                 return client

@@ -87,7 +87,7 @@ extension RPCConnection {
                     reason: insideFrame
                         ? "the peer closed the connection inside a frame" : "the peer closed the connection",
                     // A peer that leaves before its hello never spoke Tokenet: worth reporting, not a clean close.
-                    isProblem: insideFrame || core.machine.state == .awaitingHello
+                    isProblem: insideFrame || !core.machine.peerHelloReceived
                 )
             case .failure(let error):
                 // A read that ends because this side closed (a node shutting down) is no problem with the peer.

@@ -236,7 +236,7 @@ final class RPCConnection: Sendable {
     /// always reached a TLS port (the TLS side resets it), so the reason says so.
     func transportEnded(_ reason: String, isProblem: Bool, core: inout Core) {
         var reason = reason
-        if isProblem && core.machine.state == .awaitingHello {
+        if isProblem && !core.machine.peerHelloReceived {
             reason +=
                 role == .client && stream.peerIdentity == nil
                 ? " before its hello (if the peer uses TLS, connect without --plaintext)" : " before its hello"
@@ -308,7 +308,7 @@ final class RPCConnection: Sendable {
                     isProblem = true
                 } else {
                     // A peer that leaves before its hello never spoke Tokenet: worth reporting.
-                    isProblem = core.withLock { $0.machine.state == .awaitingHello }
+                    isProblem = core.withLock { !$0.machine.peerHelloReceived }
                 }
                 break
             }

@@ -118,15 +118,17 @@ extension StorageError {
     /// fault of the node's own.
     public var isUnwritableStorage: Bool { [.io, .readOnly, .open, .permission].contains(code) }
 
-    /// Whether another connection held the database's lock for longer than the busy timeout: a passing state
-    /// (UNAVAILABLE, try again), where an INTERNAL status read as a fault of the node's own.
-    public var isBusy: Bool { [.busy, .locked].contains(code) }
+    /// Whether another connection held the database's lock for longer than the busy timeout (SQLITE_BUSY): a
+    /// passing state (UNAVAILABLE, try again), where an INTERNAL status read as a fault of the node's own.
+    /// SQLITE_LOCKED is not: a conflict within the node's own connection, which waiting does not end.
+    public var isBusy: Bool { code == .busy }
 
-    /// What to do about an `isBusy` failure of `party`'s node ("the wallet"), with SQLite's words.
-    public func busyAdvice(of party: String) -> String {
+    /// What to do about an `isBusy` failure of `party`'s node ("the wallet"), with SQLite's words; ending "try again
+    /// once it lets go" unless `thenTryAgain` is false (for a change that must not be repeated).
+    public func busyAdvice(of party: String, thenTryAgain: Bool = true) -> String {
         "\(party)'s database was locked by another connection for too long (\(message)): another process holds a "
-            + "write lock on it (an sqlite3 shell, a backup, a second node on the same data directory); try again "
-            + "once it lets go"
+            + "write lock on it (an sqlite3 shell, a backup, a second node on the same data directory)"
+            + (thenTryAgain ? "; try again once it lets go" : "")
     }
 
     /// What to do about an `isUnwritableStorage` failure of `party`'s node ("the wallet"), with SQLite's words;

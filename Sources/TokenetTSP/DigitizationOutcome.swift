@@ -49,12 +49,16 @@ struct DigitizationOutcome: Sendable, Equatable {
         }
     }
 
+    /// The method types the wallet can select (`IdvService.selectIdvMethod`): not UNSPECIFIED, nor one from a newer
+    /// protocol this TSP does not know.
+    static let selectableTypes: [CardV1.IdvMethodType] = [.otpSms, .otpEmail, .appToApp, .callCenter]
+
     /// The methods of a step-up, their destinations' card numbers masked; nil when there is none, or when one has no
-    /// id or type, or shares its id with another: the wallet selects a method by its id, so such a method could not
+    /// id or a type it cannot select, or shares its id with another: the wallet selects a method by its id, so such a method could not
     /// be chosen (two methods named "x" sent the code by the second whichever the cardholder meant).
     static func usableMethods(_ methods: [CardV1.IdvMethod]) -> [CardV1.IdvMethod]? {
         guard !methods.isEmpty,
-            methods.allSatisfy({ !$0.id.isEmpty && $0.type != .unspecified }),
+            methods.allSatisfy({ !$0.id.isEmpty && Self.selectableTypes.contains($0.type) }),
             Set(methods.map(\.id)).count == methods.count
         else { return nil }
         return methods.map { method in
@@ -68,7 +72,7 @@ struct DigitizationOutcome: Sendable, Equatable {
     /// not its own, it may not be asked): it was reached, so the stand-in, which stands in for an issuer that cannot
     /// be reached or is too slow, does not decide. The card is declined with the issuer's words.
     static func issuerRefused(code: String, message: String) -> DigitizationOutcome {
-        let why = "the issuer refused the request (\(code)): \(message)"
+        let why = "the issuer refused the request (\(code)): \(maskPAN(message))"
         return DigitizationOutcome(
             decision: .declined, state: .deactivated, reason: why, idvMethods: [], declineReason: why,
             decidedBy: "tsp")

@@ -322,7 +322,8 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
                 return TokenStateChange(before: before, after: await tsp.published(journaled, log: log))
             }
             return TspV1.ActivateTokenResponse(
-                tokenState: change.after.state.wire, changed: change.before.state != change.after.state)
+                tokenState: change.after.state.wire, changed: change.before.state != change.after.state,
+                stateVersion: change.after.stateVersion)
         }
     }
 }

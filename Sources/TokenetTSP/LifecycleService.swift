@@ -89,14 +89,18 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                             authorize: authorize)
                         return await tsp.published(journaled, log: log)
                     }
-                    results.append(TspV1.TokenStateResult(digitalCardID: id, tokenState: change.after.state.wire))
-                } catch let error as TSPError where error.code != .internal {
-                    // Another issuer's token keeps its state to itself: this issuer learns only that it may not act.
-                    let state = error.code == .permissionDenied ? nil : try? tsp.store.token(id)?.state.wire
                     results.append(
                         TspV1.TokenStateResult(
-                            digitalCardID: id, tokenState: state ?? .unspecified,
-                            statusCode: error.rpcError.code.rawValue, message: error.message))
+                            digitalCardID: id, tokenState: change.after.state.wire,
+                            stateVersion: change.after.stateVersion))
+                } catch let error as TSPError where error.code != .internal {
+                    // Another issuer's token keeps its state to itself: this issuer learns only that it may not act.
+                    let token = error.code == .permissionDenied ? nil : try? tsp.store.token(id)
+                    results.append(
+                        TspV1.TokenStateResult(
+                            digitalCardID: id, tokenState: token?.state.wire ?? .unspecified,
+                            statusCode: error.rpcError.code.rawValue, message: error.message,
+                            stateVersion: token?.stateVersion ?? 0))
                 }
             }
             log.info(

@@ -80,8 +80,11 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         switch status.code {
         case .resourceExhausted: why = "its disk is full; free space on the disk that holds its data directory"
         case .unavailable:
+            let storage = error.cause as? StorageError
             why =
-                (error.cause as? StorageError)?.unwritableStorageAdvice(of: "the wallet", thenTryAgain: false)
+                (storage?.isBusy == true
+                    ? storage?.busyAdvice(of: "the wallet", thenTryAgain: false)
+                    : storage?.unwritableStorageAdvice(of: "the wallet", thenTryAgain: false))
                 ?? error.message
         default: why = error.message
         }

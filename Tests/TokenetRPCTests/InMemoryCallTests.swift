@@ -90,6 +90,10 @@ import TokenetWire
                 throw Unreadable()
             }
         }
+        // The cancel is made at once, or an instant later when the connection's lock is busy.
+        for _ in 0..<1_000 where client.connection.core.withLock({ $0.clientCalls.count }) > 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(client.connection.core.withLock { $0.clientCalls.count } == 0)
         let response = try await client.unary(Echo.unary, Scalars(fInt32: 1))
         #expect(response.fInt32 == 2)

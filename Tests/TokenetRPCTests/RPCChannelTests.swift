@@ -109,21 +109,48 @@ import TokenetWire
         #expect(channel.connectedPeer == nil)
     }
 
-    /// A call that meets a connection which began closing (after the channel handed it out) is never sent there, and
-    /// says so (`callMetAClosingConnection`), which the channel takes as a call to open on its next connection.
-    @Test func aCallRefusedByAClosingConnectionMayGoOnAnother() async throws {
-        let harness = Harness()
+    /// A call that meets a connection which began closing after the channel handed it out (here: one whose call ids
+    /// ran out while it still counted as usable) is never sent there, and goes on the next connection, once: unary,
+    /// server-streaming and client-streaming alike. The connection is retired, so the retry does not meet it again.
+    @Test(arguments: ["unary", "server stream", "client stream"])
+    func aCallRefusedByAClosingConnectionGoesOnTheNextOne(kind: String) async throws {
+        let handled = Atomic<Int>(0)
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            handled.add(1, ordering: .relaxed)
+            return Scalars(fInt32: request.fInt32 + 1)
+        }
+        router.serverStreaming(Echo.serverStream) { _, writer, _ in
+            handled.add(1, ordering: .relaxed)
+            try await writer.send(Scalars(fInt32: 7))
+        }
+        router.clientStreaming(Echo.clientStream) { requests, _ in
+            handled.add(1, ordering: .relaxed)
+            var total: Int32 = 0
+            for try await request in requests { total += request.fInt32 }
+            return Scalars(fInt32: total)
+        }
+        let harness = Harness(router: router)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
         let first = try await channel.client(before: nil)
-        // What a call finds when another call took the last id, or a goaway came, in between.
-        first.connection.beginShutdown()
+        first.connection.core.withLock { $0.machine.nextStreamID = ConnectionStateMachine.largestStreamID + 2 }
+        #expect(first.isUsable)
         let error = #expect(throws: RPCError.self) { _ = try first.open(Echo.unary.path, CallOptions()) }
         #expect(error?.callMetAClosingConnection == true)
-        let response = try await channel.unary(Echo.unary, Scalars(fInt32: 1))
-        #expect(response.fInt32 == 2)
-        var stream = try await channel.serverStreaming(Echo.serverStream, Scalars(fUint32: 2)).makeAsyncIterator()
-        #expect(try await stream.next()?.fInt32 == 0)
+        switch kind {
+        case "unary":
+            #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+        case "server stream":
+            var stream = try await channel.serverStreaming(Echo.serverStream, Scalars()).makeAsyncIterator()
+            #expect(try await stream.next()?.fInt32 == 7)
+        default:
+            let response = try await channel.clientStreaming(Echo.clientStream) { writer in
+                try await writer.send(Scalars(fInt32: 5))
+            }
+            #expect(response.fInt32 == 5)
+        }
         #expect(harness.attempts.load(ordering: .relaxed) == 2)
+        #expect(handled.load(ordering: .relaxed) == 1)
     }
 
     @Test func retriesWithBackoffUntilConnected() async throws {

@@ -307,6 +307,8 @@ import TokenetWire
         ],
         [CardV1.IdvMethod(id: "", type: .otpSms, maskedValue: "***-***-1234")],
         [CardV1.IdvMethod(id: "sms-1", type: .unspecified, maskedValue: "***-***-1234")],
+        // A type from a newer protocol, which this TSP could not select either.
+        [CardV1.IdvMethod(id: "push-1", type: .unrecognized(7), maskedValue: "Bank A")],
     ])
     func aStepUpWithMethodsNoOneCanSelectGoesToStandIn(methods: [CardV1.IdvMethod]) async throws {
         let tsp = try TSPHarness.make()

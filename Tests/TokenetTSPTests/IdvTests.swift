@@ -499,6 +499,13 @@ import TokenetWire
         #expect(answers.allSatisfy { $0.tokenState == .active })
         #expect(answers.filter(\.changed).count == 1)
         #expect(tsp.published.publishes.count - before == 1)
+        // Every answer names the version the one change made, as its CARD_STATE does.
+        let published = tsp.published.of("CARD_STATE").last { $0.notification.cardID == card }
+        guard case .cardState(let body)? = published?.notification.body else {
+            Issue.record("no CARD_STATE for the activation")
+            return
+        }
+        #expect(Set(answers.map(\.stateVersion)) == [body.stateVersion])
     }
 
     @Test func callCentreActivation() async throws {

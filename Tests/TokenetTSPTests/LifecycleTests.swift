@@ -179,6 +179,16 @@ import TokenetWire
             .init(digitalCardIds: [visa, mastercard], action: .resume, reasonCode: "CARD_FOUND"))
         #expect(resumed.results.map(\.statusCode) == [0, 0])
         #expect(resumed.results.map(\.tokenState) == [.active, .active])
+        // Each result names its token's state version, as the token's CARD_STATE does; an unknown token none.
+        for result in resumed.results {
+            let published = tsp.published.of("CARD_STATE").last { $0.notification.cardID == result.digitalCardID }
+            guard case .cardState(let body)? = published?.notification.body else {
+                Issue.record("no CARD_STATE for \(result.digitalCardID)")
+                continue
+            }
+            #expect(result.stateVersion == body.stateVersion && result.stateVersion > 1)
+        }
+        #expect(response.results.last?.stateVersion == 0)
     }
 
     @Test func issuerBatchLimitsAndOwnership() async throws {

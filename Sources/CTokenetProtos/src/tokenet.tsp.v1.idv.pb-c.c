@@ -879,7 +879,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_token_request__descr
   (ProtobufCMessageInit) tokenet__tsp__v1__activate_token_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_token_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_token_response__field_descriptors[3] =
 {
   {
     "token_state",
@@ -905,15 +905,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_token_response_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ActivateTokenResponse, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__activate_token_response__field_indices_by_name[] = {
   1,   /* field[1] = changed */
+  2,   /* field[2] = state_version */
   0,   /* field[0] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__activate_token_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_token_response__descriptor =
 {
@@ -923,7 +936,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_token_response__desc
   "Tokenet__Tsp__V1__ActivateTokenResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ActivateTokenResponse),
-  2,
+  3,
   tokenet__tsp__v1__activate_token_response__field_descriptors,
   tokenet__tsp__v1__activate_token_response__field_indices_by_name,
   1,  tokenet__tsp__v1__activate_token_response__number_ranges,

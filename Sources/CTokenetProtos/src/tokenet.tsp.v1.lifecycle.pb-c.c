@@ -1517,7 +1517,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__change_issuer_token_states_re
   (ProtobufCMessageInit) tokenet__tsp__v1__change_issuer_token_states_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_state_result__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_state_result__field_descriptors[5] =
 {
   {
     "digital_card_id",
@@ -1567,17 +1567,30 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_state_result__fiel
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenStateResult, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__token_state_result__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
   3,   /* field[3] = message */
+  4,   /* field[4] = state_version */
   2,   /* field[2] = status_code */
   1,   /* field[1] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__token_state_result__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__token_state_result__descriptor =
 {
@@ -1587,7 +1600,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_state_result__descripto
   "Tokenet__Tsp__V1__TokenStateResult",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__TokenStateResult),
-  4,
+  5,
   tokenet__tsp__v1__token_state_result__field_descriptors,
   tokenet__tsp__v1__token_state_result__field_indices_by_name,
   1,  tokenet__tsp__v1__token_state_result__number_ranges,

@@ -167,8 +167,8 @@ extension IssuerV1 {
 
         /// REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered (at least one), each with an id unique among them (such
         /// as "otp-sms"), a type, and its destination masked (`masked_value`; a card number in it is masked by the TSP). An
-        /// answer without methods, or with a method that has no id or type or shares its id, is unusable: the stand-in
-        /// decides, as for no answer.
+        /// answer without methods, or with a method that has no id or a type this TSP knows, or shares its id, is unusable:
+        /// the stand-in decides, as for no answer.
         public var idvMethods: [CardV1.IdvMethod] = []
 
         /// The issuer's account the card belongs to (e.g. "acc-chloe-credit"), for every decision on a card it knows.

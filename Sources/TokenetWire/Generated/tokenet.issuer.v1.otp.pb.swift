@@ -66,7 +66,8 @@ extension IssuerV1 {
         }
 
         /// Where it went, masked: the wallet is shown it as the method's destination (SelectIdvMethodResponse.method,
-        /// ResendOtpResponse.method). Empty: the method's own masked_value is shown.
+        /// ResendOtpResponse.method). Empty: the method's own masked_value is shown, as it is when a select is answered
+        /// that a code is already out.
         public var maskedDestination: String = ""
 
         public init() {}

@@ -267,21 +267,31 @@ extension TspV1 {
         /// False when the token was already ACTIVE.
         public var changed: Bool = false
 
+        /// The version of token_state (as CARD_STATE's state_version).
+        public var stateVersion: UInt64 = 0
+
         public init() {}
 
-        public init(tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0), changed: Bool = false) {
+        public init(
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
+            changed: Bool = false,
+            stateVersion: UInt64 = 0
+        ) {
             self.tokenState = tokenState
             self.changed = changed
+            self.stateVersion = stateVersion
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.tokenState = try reader.read(1)
             self.changed = try reader.read(2)
+            self.stateVersion = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, tokenState)
             try writer.write(2, changed)
+            try writer.write(3, stateVersion)
         }
     }
 }

@@ -146,18 +146,24 @@ extension TspV1 {
 
         public var message: String = ""
 
+        /// The version of token_state (as CARD_STATE's state_version): an issuer orders this answer and the CARD_STATE of
+        /// the same change, which may arrive in either order. 0 with UNSPECIFIED.
+        public var stateVersion: UInt64 = 0
+
         public init() {}
 
         public init(
             digitalCardID: String = "",
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             statusCode: Int32 = 0,
-            message: String = ""
+            message: String = "",
+            stateVersion: UInt64 = 0
         ) {
             self.digitalCardID = digitalCardID
             self.tokenState = tokenState
             self.statusCode = statusCode
             self.message = message
+            self.stateVersion = stateVersion
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -165,6 +171,7 @@ extension TspV1 {
             self.tokenState = try reader.read(2)
             self.statusCode = try reader.read(3)
             self.message = try reader.read(4)
+            self.stateVersion = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -172,6 +179,7 @@ extension TspV1 {
             try writer.write(2, tokenState)
             try writer.write(3, statusCode)
             try writer.write(4, message)
+            try writer.write(5, stateVersion)
         }
     }
 }

@@ -1203,6 +1203,7 @@ extension TspV1.ActivateTokenResponse {
         var base = Self()
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.changed = true
+        base.stateVersion = 18446744073709551612
         return [base]
     }
 }
@@ -2112,6 +2113,7 @@ extension TspV1.TokenStateResult {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.statusCode = -3000009
         base.message = "message-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.stateVersion = 18446744073709551610
         return [base]
     }
 }

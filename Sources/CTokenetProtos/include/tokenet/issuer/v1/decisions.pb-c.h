@@ -96,8 +96,8 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationResponse
   /*
    * REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered (at least one), each with an id unique among them (such
    * as "otp-sms"), a type, and its destination masked (`masked_value`; a card number in it is masked by the TSP). An
-   * answer without methods, or with a method that has no id or type or shares its id, is unusable: the stand-in
-   * decides, as for no answer.
+   * answer without methods, or with a method that has no id or a type this TSP knows, or shares its id, is unusable:
+   * the stand-in decides, as for no answer.
    */
   size_t n_idv_methods;
   Tokenet__Card__V1__IdvMethod **idv_methods;

@@ -62,7 +62,8 @@ struct  Tokenet__Issuer__V1__SendOtpResponse
   ProtobufCMessage base;
   /*
    * Where it went, masked: the wallet is shown it as the method's destination (SelectIdvMethodResponse.method,
-   * ResendOtpResponse.method). Empty: the method's own masked_value is shown.
+   * ResendOtpResponse.method). Empty: the method's own masked_value is shown, as it is when a select is answered
+   * that a code is already out.
    */
   char *masked_destination;
 };

@@ -150,10 +150,14 @@ struct  Tokenet__Tsp__V1__ActivateTokenResponse
    * False when the token was already ACTIVE.
    */
   protobuf_c_boolean changed;
+  /*
+   * The version of token_state (as CARD_STATE's state_version).
+   */
+  uint64_t state_version;
 };
 #define TOKENET__TSP__V1__ACTIVATE_TOKEN_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__activate_token_response__descriptor) \
-    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
+    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, 0 }
 
 
 struct  Tokenet__Tsp__V1__ActivateDigitalCardRequest

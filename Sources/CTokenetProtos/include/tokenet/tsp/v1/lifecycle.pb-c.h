@@ -121,10 +121,15 @@ struct  Tokenet__Tsp__V1__TokenStateResult
    */
   int32_t status_code;
   char *message;
+  /*
+   * The version of token_state (as CARD_STATE's state_version): an issuer orders this answer and the CARD_STATE of
+   * the same change, which may arrive in either order. 0 with UNSPECIFIED.
+   */
+  uint64_t state_version;
 };
 #define TOKENET__TSP__V1__TOKEN_STATE_RESULT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__token_state_result__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Tsp__V1__ChangeIssuerTokenStatesResponse
