@@ -2,8 +2,9 @@ import Foundation
 import TokenetTestSupport
 import TokenetTransport
 
-/// A running `tokenet-storage-crash-helper`, its stdout and stderr in files so it never blocks on a pipe.
-final class CrashHelperProcess {
+/// A running `tokenet-storage-crash-helper`, its stdout and stderr in files so it never blocks on a pipe. Used by one
+/// thread at a time (the test's, then the one `offThePool` lends it).
+final class CrashHelperProcess: @unchecked Sendable {
     private let process: SpawnedProcess
     private let stdoutPath: String
     private let stderrPath: String
@@ -24,17 +25,18 @@ final class CrashHelperProcess {
 
     var errorOutput: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
-    /// Polls until the helper has reported transaction `number` (0: returns at once). Throws when the helper exits
-    /// on its own, or when it makes no progress for `stallLimit` seconds (a hang guard, not a timing assertion).
-    func waitForCommit(atLeast number: Int, stallLimit: Double = 60) async throws {
+    /// Polls until the helper has reported transaction `number` (0: at once), then pauses `pauseMicroseconds` and
+    /// sends SIGKILL (`sigkill`). Blocking: run it off the test runner's threads (`offThePool`), which a loaded full
+    /// run left busy for minutes, past the 120 s the helper waits before it stops by itself. Throws when the helper
+    /// exits on its own, or makes no progress for `stallLimit` seconds (a hang guard, not a timing assertion).
+    func killAfterCommit(atLeast number: Int, pauseMicroseconds: UInt32, stallLimit: Double = 60) throws -> Bool {
         var last = try committed().last ?? 0
         var lastProgress = Date()
         while last < number {
             guard process.isRunning else {
                 throw HelperFailure(description: "the helper exited on its own: \(errorOutput)")
             }
-            // Sleeping rather than blocking leaves the test runner's threads to the other tests.
-            try await Task.sleep(for: .microseconds(500))
+            usleep(500)
             let now = try committed().last ?? 0
             if now > last {
                 last = now
@@ -43,6 +45,8 @@ final class CrashHelperProcess {
                 throw HelperFailure(description: "the helper made no progress past transaction \(last)")
             }
         }
+        if pauseMicroseconds > 0 { usleep(pauseMicroseconds) }
+        return sigkill()
     }
 
     /// Sends SIGKILL and waits; true when the helper died of that signal (rather than exiting before it).

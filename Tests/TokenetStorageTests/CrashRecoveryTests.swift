@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 @testable import TokenetStorage
 
@@ -20,9 +21,9 @@ import Testing
             let helper = try CrashHelperProcess(
                 databasePath: databasePath, rowsPerTransaction: Self.rowsPerTransaction, outputDirectory: directory,
                 round: round)
-            try await helper.waitForCommit(atLeast: target)
-            if round > 0 { try await Task.sleep(for: .microseconds(Int.random(in: 0...3000))) }
-            #expect(helper.sigkill(), "round \(round): the helper was not killed by SIGKILL: \(helper.errorOutput)")
+            let pause = round == 0 ? 0 : UInt32.random(in: 0...3000)
+            let killed = try await offThePool { try helper.killAfterCommit(atLeast: target, pauseMicroseconds: pause) }
+            #expect(killed, "round \(round): the helper was not killed by SIGKILL: \(helper.errorOutput)")
             let committed = try helper.committed()
             // Numbers are consecutive: one line per commit, none skipped.
             #expect(committed == committed.indices.map { $0 + (committed.first ?? 0) })
