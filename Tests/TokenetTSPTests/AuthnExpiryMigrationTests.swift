@@ -44,13 +44,8 @@ import TokenetStorage
         #expect(try copied.map { try $0.get(3, as: Int64?.self) } == [nil, 1_000, 2_000])
         #expect(try copied.map { try $0.int64(4) } == [70, 90, 120])
         _ = try database.execute("UPDATE transactions SET authn_status = 'EXPIRED' WHERE id = 'txn-pending'")
-        let indexes = try database.query(
-            """
-            SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'transactions'
-                AND substr(name, 1, 7) != 'sqlite_' ORDER BY name
-            """)
         #expect(
-            try indexes.map { try $0.text(0) }
+            try indexNames(of: "transactions", in: database)
                 == ["transactions_authn_pending", "transactions_made", "transactions_token"])
     }
 }
@@ -110,13 +105,18 @@ import TokenetStorage
             INSERT INTO digitize_requests (wallet_node_id, request_id, receipt, digital_card_id, status, created_at_ms)
             VALUES ('wallet-z', 'req-1', 'receipt-a', 'card-z', 'pending', 6)
             """)
-        let indexes = try database.query(
-            """
-            SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'digitize_requests'
-                AND substr(name, 1, 7) != 'sqlite_' ORDER BY name
-            """)
         #expect(
-            try indexes.map { try $0.text(0) }
+            try indexNames(of: "digitize_requests", in: database)
                 == ["digitize_requests_pending", "digitize_requests_receipt", "digitize_requests_token"])
     }
+}
+
+/// The names of `table`'s own indexes (not SQLite's automatic ones), sorted.
+func indexNames(of table: String, in database: Database) throws -> [String] {
+    try database.query(
+        """
+        SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND substr(name, 1, 7) != 'sqlite_'
+        ORDER BY name
+        """, [table]
+    ).map { try $0.text(0) }
 }
