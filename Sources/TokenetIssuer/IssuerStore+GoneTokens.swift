@@ -78,7 +78,14 @@ extension IssuerStore {
     func forgetUnknownTokens(_ ids: [String]) throws(IssuerError) -> [String] {
         guard !ids.isEmpty else { return [] }
         return try storage("forget \(ids.count) token(s) recorded unknown to the TSP") {
-            try database.transaction { tx in try ids.filter { try Self.forgetUnknownToken($0, tx) } }
+            // Read first: nearly always none is recorded, and a write transaction for nothing waited out another
+            // process's lock on the database (5 s) in the middle of an operator's command, then warned of it.
+            let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ", ")
+            let recorded = try database.query(
+                "SELECT digital_card_id FROM unknown_tokens WHERE digital_card_id IN (\(placeholders))",
+                ids)
+            guard !recorded.isEmpty else { return [] }
+            return try database.transaction { tx in try ids.filter { try Self.forgetUnknownToken($0, tx) } }
         }
     }
 
@@ -101,7 +108,7 @@ extension IssuerStore {
                 ["tokens": forgotten.joined(separator: ","), "shown_by": why])
         } catch {
             log.warning(
-                "cannot forget tokens recorded unknown to the TSP", ["tokens": "\(ids.count)", "error": error.message])
+                "cannot forget tokens recorded unknown to the TSP", ["tokens": "\(ids.count)", "error": "\(error)"])
         }
     }
 

@@ -127,7 +127,7 @@ public enum TSPNode {
         } catch let error as CardError where error.isKeyFileProblem {
             throw NodeError(.config, error.message)
         } catch let error as StorageError where [.readOnly, .schema, .open].contains(error.code) {
-            throw NodeError(.config, "cannot open the TSP's storage in \(dataDirectory)", cause: error)
+            throw NodeError(.config, "cannot open the TSP's database \(dataDirectory)/tsp.sqlite", cause: error)
         } catch let error as StorageError where error.code == .corrupt {
             // As the wallet and the issuer say it: the file, and what to do. It was status 1, as a node that fails
             // while running, with SQLite's words alone.
