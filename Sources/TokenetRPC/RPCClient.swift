@@ -140,6 +140,9 @@ public final class RPCClient: Sendable {
         try await withCancellation(call.id) {
             do {
                 try await requests(writer)
+            } catch let error as RPCError where error.cause is CallAlreadyEnded {
+                // The server answered before the requests ended: its answer (a status, most often) is the outcome.
+                return try await self.singleResponse(Response.self, call)
             } catch {
                 writer.cancel()
                 throw error

@@ -740,6 +740,11 @@ final class RPCConnection: Sendable {
         perform { $0.machine.sendMessage(id, data) }
     }
 
+    /// Whether client call `id` is still open here: not answered with its status, cancelled or failed.
+    func clientCallIsOpen(_ id: UInt32) -> Bool {
+        core.withLock { $0.clientCalls[id] != nil }
+    }
+
     func endRequests(_ id: UInt32) {
         perform { $0.machine.sendEndOfRequests(id) }
     }

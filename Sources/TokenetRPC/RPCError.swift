@@ -93,6 +93,14 @@ public struct NotConnected: Error, Sendable, CustomStringConvertible {
     public var description: String { reason }
 }
 
+/// The cause of the error a request sent on a call that has already ended fails with (the server answered it, or it
+/// was cancelled): the call's own outcome is in its response stream.
+public struct CallAlreadyEnded: Error, Sendable, CustomStringConvertible {
+    public init() {}
+
+    public var description: String { "the call has ended" }
+}
+
 /// The cause of an UNAVAILABLE error for a call that a goaway refused before the server processed it.
 public struct CallNotProcessed: Error, Sendable, CustomStringConvertible {
     public init() {}

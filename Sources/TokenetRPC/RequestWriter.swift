@@ -23,11 +23,18 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
     }
 
     /// Suspends while the server has not granted flow-control window for what was sent before, or while the
-    /// connection's outbound buffer is full.
+    /// connection's outbound buffer is full. On a call that has already ended (the server answered it early, with
+    /// an error or a response; it was cancelled) it throws FAILED_PRECONDITION, caused by `CallAlreadyEnded`: a
+    /// producer that never ends by itself learnt of it only when it finished, and went on encoding requests that
+    /// were thrown away. The call's outcome is in its response (a client-streaming call gives it as its result).
     public func send(_ request: Request) async throws {
         let data = try request.serializedData()
         switch target {
         case .call(let id, let connection):
+            guard connection.clientCallIsOpen(id) else {
+                throw RPCError(
+                    .failedPrecondition, "the call has ended; its response says how", cause: CallAlreadyEnded())
+            }
             connection.sendRequest(id, data)
             await connection.waitForSendCapacity(id)
         case .replayable(let replay):

@@ -99,6 +99,33 @@ import TokenetWire
         #expect(response.fInt32 == 2)
     }
 
+    /// A server that answers a client stream before its requests end (here with an error at the first request)
+    /// stops a producer that never ends by itself: its next send throws, and the call's result is the server's
+    /// status. The sends went on succeeding, and a producer fed from an endless source never learnt of the answer.
+    @Test(.timeLimit(.minutes(3))) func aClientStreamTheServerAnsweredEarlyStopsItsProducer() async throws {
+        var router = RPCRouter()
+        router.clientStreaming(Echo.clientStream) { requests, _ in
+            for try await request in requests where request.fInt32 < 0 {
+                throw RPCError(.invalidArgument, "amounts must not be negative")
+            }
+            return Scalars()
+        }
+        let (_, client, _) = Self.connect(router)
+        let sent = Atomic<Int>(0)
+        let error = await #expect(throws: RPCError.self) {
+            _ = try await client.clientStreaming(Echo.clientStream) { writer in
+                while true {
+                    try await writer.send(Scalars(fInt32: -1))
+                    sent.add(1, ordering: .relaxed)
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+            }
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message == "amounts must not be negative")
+        #expect(sent.load(ordering: .relaxed) >= 1)
+    }
+
     @Test func bidirectionalCall() async throws {
         let (_, client, _) = Self.connect(Self.echoRouter)
         let (requests, responses) = try client.bidirectional(Echo.bidi)
