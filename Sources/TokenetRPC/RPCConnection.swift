@@ -736,13 +736,16 @@ final class RPCConnection: Sendable {
         return max(seconds * 1_000_000 + attoseconds / 1_000_000_000_000, 1)
     }
 
-    func sendRequest(_ id: UInt32, _ data: Data) {
-        perform { $0.machine.sendMessage(id, data) }
-    }
-
-    /// Whether client call `id` is still open here: not answered with its status, cancelled or failed.
-    func clientCallIsOpen(_ id: UInt32) -> Bool {
-        core.withLock { $0.clientCalls[id] != nil }
+    /// Sends a request on client call `id`; false, sending nothing, when the call is no longer open here (answered
+    /// with its status, cancelled or failed). One lock for both: it is taken for every request of a stream.
+    @discardableResult
+    func sendRequest(_ id: UInt32, _ data: Data) -> Bool {
+        var open = false
+        perform { core in
+            open = core.clientCalls[id] != nil
+            return open ? core.machine.sendMessage(id, data) : []
+        }
+        return open
     }
 
     func endRequests(_ id: UInt32) {

@@ -31,11 +31,10 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
         let data = try request.serializedData()
         switch target {
         case .call(let id, let connection):
-            guard connection.clientCallIsOpen(id) else {
+            guard connection.sendRequest(id, data) else {
                 throw RPCError(
                     .failedPrecondition, "the call has ended; its response says how", cause: CallAlreadyEnded())
             }
-            connection.sendRequest(id, data)
             await connection.waitForSendCapacity(id)
         case .replayable(let replay):
             let call = replay.send(data)
