@@ -47,6 +47,14 @@ final class Connection {
         return try statement.run(parameters)
     }
 
+    /// Runs `sql` when SQLite says it cannot change the database file, and returns nil without running it otherwise
+    /// (for the read connection, which leaves changes to the other one).
+    func runIfReadOnly(_ sql: String, _ parameters: [SQLValue]) throws -> [Row]? {
+        let statement = try statement(for: sql)
+        guard sqlite3_stmt_readonly(statement.handle) != 0, !statement.controlsTransaction else { return nil }
+        return try statement.run(parameters)
+    }
+
     private static func transactionControlRefused(_ sql: String) -> StorageError {
         StorageError(
             .misuse,

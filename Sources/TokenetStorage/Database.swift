@@ -2,13 +2,20 @@ import CSQLite
 import Foundation
 import Synchronization
 
-/// A node's SQLite database: one connection, shared by every task of the process.
+/// A node's SQLite database: one connection for changes and one for reads, shared by every task of the process.
 ///
-/// **Concurrency.** `Database` is a `Sendable` final class that serialises all access behind a `Mutex`: one
+/// **Concurrency.** `Database` is a `Sendable` final class that serialises all changes behind a `Mutex`: one
 /// statement or one transaction runs at a time. A node's state changes are small and SQLite allows only one writer
 /// anyway, so a single serialised connection is simple and correct; the price is that a call blocks its thread while
 /// it waits for the mutex and for the disk (each commit is an fsync), which is why transaction bodies are
 /// synchronous closures and should do nothing but database work.
+///
+/// **Reads.** A `query` outside a transaction that only reads (a `SELECT`) runs on a second connection behind a
+/// mutex of its own. In WAL mode a reader never waits for a writer, so a listing answers at once even while a change
+/// waits out another process's lock (an operator's `sqlite3` shell holding a transaction) for up to the busy timeout;
+/// on the one connection it waited behind that change. Each read sees every change committed before it began, so a
+/// read after a change that returned finds it. Reads inside a transaction body go through its `Transaction` and see
+/// the transaction's own changes. In-memory databases have the one connection only.
 ///
 /// **Re-entrance.** Calling `Database` from inside a `transaction` body on the same thread would deadlock on the
 /// mutex; it is detected and refused with `.misuse`. Use the `Transaction` handle (and `savepoint`) instead.
@@ -33,13 +40,18 @@ public final class Database: Sendable {
     /// The database file, or nil for an in-memory database.
     public let path: String?
     private let connection: Mutex<Connection?>
+    /// The read connection (`PRAGMA query_only`), nil once closed and for databases without one (`hasReader`).
+    private let reader: Mutex<Connection?>
+    private let hasReader: Bool
     /// The thread currently holding `connection`'s lock (0 when none), to refuse re-entrance instead of deadlocking.
     /// Only the holder ever stores its own identity, so a thread that reads its own identity holds the lock.
-    private let holder = Atomic<UInt>(0)
+    let holder = Atomic<UInt>(0)
 
-    private init(path: String?, connection: consuming sending Connection) {
+    private init(path: String?, connection: consuming sending Connection, reader: consuming sending Connection? = nil) {
         self.path = path
         self.connection = Mutex(connection)
+        self.hasReader = reader != nil
+        self.reader = Mutex(reader)
     }
 
     /// Opens the database at `path`, creating the file if needed (its directory must exist), and configures it:
@@ -75,7 +87,11 @@ public final class Database: Sendable {
                     + "and owner of the file, of its -wal and -shm files and of its directory")
         }
         try configure(connection, options: options, inMemory: false)
-        return Database(path: path, connection: connection)
+        // Opened once the file is in WAL mode, which is what lets it read while the other connection writes.
+        let reader = try Connection(path: path, cacheCapacity: options.statementCacheCapacity)
+        sqlite3_busy_timeout(reader.handle, busyTimeoutMilliseconds(options.busyTimeout))
+        try reader.run("PRAGMA query_only=1", cached: false)
+        return Database(path: path, connection: connection, reader: reader)
     }
 
     /// Refuses anything but a regular file (`status` is `path`'s) where the database belongs: a directory there
@@ -99,13 +115,7 @@ public final class Database: Sendable {
         let connection = try Connection(
             path: immutable ? Self.immutableURI(path) : path, cacheCapacity: options.statementCacheCapacity,
             readOnly: true, uri: immutable)
-        let (seconds, attoseconds) = options.busyTimeout.components
-        let milliseconds =
-            seconds < 0
-            ? 0
-            : seconds >= Int64(Int32.max) / 1000
-                ? Int64(Int32.max) : seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(connection.handle, Int32(clamping: milliseconds))
+        sqlite3_busy_timeout(connection.handle, busyTimeoutMilliseconds(options.busyTimeout))
         return Database(path: path, connection: connection)
     }
 
@@ -148,19 +158,17 @@ public final class Database: Sendable {
         return Database(path: nil, connection: connection)
     }
 
+    /// SQLite takes an Int32 of milliseconds (about 24 days): a longer timeout waits that long, a negative one not
+    /// at all, and neither overflows on the way.
+    private static func busyTimeoutMilliseconds(_ timeout: Duration) -> Int32 {
+        let (seconds, attoseconds) = timeout.components
+        if seconds < 0 { return 0 }
+        if seconds >= Int64(Int32.max) / 1000 { return Int32.max }
+        return Int32(clamping: max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 0))
+    }
+
     private static func configure(_ connection: Connection, options: Options, inMemory: Bool) throws {
-        // SQLite takes an Int32 of milliseconds (about 24 days): a longer timeout waits that long, a negative one not
-        // at all, and neither overflows on the way.
-        let (seconds, attoseconds) = options.busyTimeout.components
-        let milliseconds: Int64
-        if seconds < 0 {
-            milliseconds = 0
-        } else if seconds >= Int64(Int32.max) / 1000 {
-            milliseconds = Int64(Int32.max)
-        } else {
-            milliseconds = max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 0)
-        }
-        sqlite3_busy_timeout(connection.handle, Int32(clamping: milliseconds))
+        sqlite3_busy_timeout(connection.handle, busyTimeoutMilliseconds(options.busyTimeout))
         if !inMemory {
             // WAL: a commit appends to the -wal file and readers never block the writer. A transaction is
             // committed once its commit record is in the WAL; a process killed mid-transaction leaves frames
@@ -190,6 +198,7 @@ public final class Database: Sendable {
         try checkNotReentrant()
         // Dropping the only reference runs the Connection deinit, which finalizes statements and closes the handle;
         // callers waiting for the lock then find the database closed.
+        reader.withLock { $0 = nil }
         connection.withLock { $0 = nil }
     }
 
@@ -211,9 +220,21 @@ public final class Database: Sendable {
         try withConnection { try $0.executeScript(sql) }
     }
 
-    /// Runs a query and returns all its rows.
+    /// Runs a query and returns all its rows. A statement that only reads runs on the read connection, so it does
+    /// not wait for a change in progress (see **Reads** above); anything else runs as `execute` does.
     public func query(_ sql: String, _ parameters: [any SQLValueConvertible] = []) throws -> [Row] {
-        try withConnection { try $0.run(sql, parameters.map(\.sqlValue)) }
+        let values = parameters.map(\.sqlValue)
+        if hasReader && Statement.mayOnlyRead(sql) {
+            try checkNotReentrant()
+            let rows = try reader.withLock { reader -> [Row]? in
+                guard let reader else {
+                    throw StorageError(.misuse, "the database \(path ?? ":memory:") is closed")
+                }
+                return try reader.runIfReadOnly(sql, values)
+            }
+            if let rows { return rows }
+        }
+        return try withConnection { try $0.run(sql, values) }
     }
 
     /// Runs a query and returns its first row, or nil when it returns none.

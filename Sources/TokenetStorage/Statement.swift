@@ -170,6 +170,16 @@ extension Statement {
         }
     }
 
+    /// Whether `sql` is a query that may only read (`SELECT`, or `WITH`/`VALUES`, which `Connection.runIfReadOnly`
+    /// then checks with SQLite): a quick first test, so that statements with other leading words (`PRAGMA`, which
+    /// may set something on the connection it runs on) never reach the read connection.
+    static func mayOnlyRead(_ sql: String) -> Bool {
+        switch leadingWords(sql, limit: 1).first {
+        case "SELECT", "WITH", "VALUES": return true
+        default: return false
+        }
+    }
+
     /// Up to `limit` leading keywords of `sql`, upper-cased; scanning stops at the first character that is neither
     /// a letter, whitespace, part of a comment nor a semicolon before the first word.
     static func leadingWords(_ sql: String, limit: Int) -> [String] {

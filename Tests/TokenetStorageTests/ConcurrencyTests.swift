@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import Testing
 
 @testable import TokenetStorage
@@ -32,5 +34,58 @@ import Testing
         #expect(try database.queryOne("SELECT value FROM counter")?.int(0) == 50 * steps)
         #expect(try database.queryOne("SELECT count(*) FROM events")?.int(0) == 50 * steps)
         #expect(try database.queryOne("SELECT count(DISTINCT task) FROM events")?.int(0) == 50)
+    }
+
+    /// A read answers while a change on the same `Database` waits for a lock another connection holds (an operator's
+    /// `sqlite3` shell, another process): before reads had a connection of their own, it waited behind the change
+    /// for up to the busy timeout.
+    @Test func aReadDoesNotWaitForAChangeThatWaitsForALock() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("node.sqlite")
+        let database = try Database.open(path: path, options: .init(busyTimeout: .seconds(20)))
+        try database.executeScript("CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (1);")
+        let other = try Database.open(path: path)
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let lockHolder = Thread {
+            try? other.transaction { _ in
+                locked.signal()
+                release.wait()
+            }
+        }
+        lockHolder.start()
+        locked.wait()
+        let changeEnded = DispatchSemaphore(value: 0)
+        let changeResult = Mutex<Result<ExecutionResult, any Error>?>(nil)
+        Thread {
+            let result = Result { try database.execute("INSERT INTO t VALUES (2)") }
+            changeResult.withLock { $0 = result }
+            changeEnded.signal()
+        }.start()
+        // The change holds the write connection once its thread is recorded as the holder.
+        while database.holder.load(ordering: .relaxed) == 0 { usleep(1_000) }
+
+        let whileWaiting = try database.queryOne("SELECT count(*) FROM t")?.int(0)
+        let changeWasStillWaiting = changeResult.withLock { $0 == nil }
+        release.signal()
+        changeEnded.wait()
+
+        #expect(whileWaiting == 1)
+        #expect(changeWasStillWaiting)
+        #expect(throws: Never.self) { try changeResult.withLock { try $0?.get() } }
+        #expect(try database.queryOne("SELECT count(*) FROM t")?.int(0) == 2)
+    }
+
+    /// Statements that are not plain reads go to the write connection even through `query`.
+    @Test func aQueryThatWritesStillWrites() throws {
+        let directory = try TemporaryDirectory()
+        let database = try Database.open(path: directory.path("node.sqlite"))
+        try database.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+        let inserted = try database.query("INSERT INTO t (v) VALUES ('a') RETURNING id")
+        #expect(try inserted.first?.int(0) == 1)
+        let withCTE = try database.query("WITH n(v) AS (VALUES ('b')) INSERT INTO t (v) SELECT v FROM n RETURNING id")
+        #expect(try withCTE.first?.int(0) == 2)
+        #expect(try database.queryOne("PRAGMA busy_timeout")?.int(0) == 5000)
+        #expect(try database.queryOne("SELECT group_concat(v, ',') FROM t")?.get(0, as: String.self) == "a,b")
     }
 }
