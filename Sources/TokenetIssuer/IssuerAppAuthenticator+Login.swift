@@ -93,9 +93,14 @@ extension IssuerAppAuthenticator {
     {
         let credentials = try Self.open(account, keys: keys)
         var response = try await attemptLogin(account, credentials)
-        // Each of the two credentials may need its own resynchronisation.
+        // Each of the two credentials may need its own resynchronisation. A resync the TSP refused ends the login
+        // there: each later code would be one more failure of the credential at the TSP, and one login spent up to
+        // five of them.
         for _ in 0..<2 where response.result == .resyncRequired {
-            try await resync(account, credentials, failed: response.failedCredentialID)
+            let resynced = try await resync(account, credentials, failed: response.failedCredentialID)
+            guard resynced.result == .success else {
+                throw Self.resyncRefused(resynced, userID: userID, account: account)
+            }
             response = try await attemptLogin(account, credentials)
         }
         switch response.result {
@@ -163,9 +168,32 @@ extension IssuerAppAuthenticator {
         }
     }
 
-    /// Two consecutive codes of the credential the TSP found ahead of its window.
+    /// Why a login stopped at a resynchronisation the TSP refused, with what the cardholder can do.
+    private static func resyncRefused(
+        _ resynced: TspV1.ResyncResponse, userID: String, account: AppAccountRecord
+    ) -> IssuerError {
+        let said = resynced.message.isEmpty ? "\(resynced.result)" : resynced.message
+        switch resynced.result {
+        case .credentialLocked:
+            return IssuerError(
+                .locked,
+                "the TSP refused to resynchronise the account's credential: \(said) (tokenet issuer unlock ADDR "
+                    + "\(userID))")
+        default:
+            // Codes outside the resynchronisation window: the app and the TSP are too far apart for codes to bring
+            // them together, as for a login refused as incorrect.
+            return IssuerError(
+                .unauthenticated,
+                "the TSP refused to resynchronise the account's credential: \(said). The app's codes are too far "
+                    + "from the TSP's; logging in again spends the credential's failures: enrol the account again "
+                    + "(tokenet issuer enroll ADDR \(userID) \(account.accountID), then tokenet issuer-app activate "
+                    + "with the code it sends)")
+        }
+    }
+
+    /// Two consecutive codes of the credential the TSP found ahead of its window; returns the TSP's answer.
     private func resync(_ account: AppAccountRecord, _ credentials: (user: HOTP, device: HOTP), failed: String)
-        async throws(IssuerError)
+        async throws(IssuerError) -> TspV1.ResyncResponse
     {
         let response = try await IssuerEnrolmentBackend.calling("resynchronise the credential") { () async throws in
             let caller = try self.backend.caller()
@@ -182,7 +210,9 @@ extension IssuerAppAuthenticator {
             }
         }
         logger.info(
-            "credential resynchronised", ["user": account.userID, "credential": failed, "result": "\(response.result)"])
+            response.result == .success ? "credential resynchronised" : "credential resynchronisation refused",
+            ["user": account.userID, "credential": failed, "result": "\(response.result)"])
+        return response
     }
 
     /// Runs a call that used the codes from `taken` on (`steps` of each counter), and gives the counters back when

@@ -183,7 +183,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                 // The TSP activated the account again with this code, which revoked the credentials the app holds,
                 // and its answer with the new ones was lost: the account cannot log in, though the app listed it
                 // and said "the account is activated".
-                _ = try store.deleteAppAccount(userID: enrolment.userID, accountID: enrolment.accountID)
+                _ = try store.deleteAppAccount(held)
                 logger.warning(
                     "an account's credentials were replaced by an activation whose answer was lost; removed from the "
                         + "app", ["user": enrolment.userID, "account": enrolment.accountID])
@@ -409,11 +409,30 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     /// app refuses), then the TSP revokes the account's credentials, then the app forgets them. Forgetting them
     /// first left them able to sign in, and the access tokens they had signed in still activated the account's
     /// cards; an unreachable TSP now leaves the account in the app, to be removed again.
+    ///
+    /// It takes the user's turn as activations do: an activation of the same account while the TSP revoked the
+    /// old credentials saved new ones, which the removal then deleted from the app while the TSP kept them.
     func deleteAccount(userID: String, accountID: String, pin: String) async throws(IssuerError) -> Int {
         guard !userID.isEmpty, !accountID.isEmpty else {
             throw IssuerError(.invalidArgument, "user_id and account_id are required")
         }
         try requireKnownUser(userID)
+        do {
+            return try await activationTurns.one(userID, cancelled: CancellationError()) { () async throws in
+                try await self.deleteAccountInTurn(userID: userID, accountID: accountID, pin: pin)
+            }
+        } catch let error as IssuerError {
+            throw error
+        } catch {
+            throw IssuerError(
+                .unavailable,
+                "the removal was cancelled while an activation or login of \(userID) was under way; nothing changed")
+        }
+    }
+
+    private func deleteAccountInTurn(userID: String, accountID: String, pin: String) async throws(IssuerError)
+        -> Int
+    {
         guard try store.appUser(userID) != nil, try keys(userID: userID, pin: pin) != nil else {
             throw IssuerError(.notFound, "user \(userID) has not activated the app; there is no account to remove")
         }
@@ -434,7 +453,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                 error.code, "\(error.message); account \(accountID) stays in the app, remove it again",
                 cause: error.cause)
         }
-        let left = try store.deleteAppAccount(userID: userID, accountID: accountID)
+        let left = try store.deleteAppAccount(account)
         logger.info(
             "account removed from the app",
             ["user": userID, "account": accountID, "credentials_revoked": "\(removed.removed)"])

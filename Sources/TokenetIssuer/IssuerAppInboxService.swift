@@ -81,7 +81,9 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         } catch {
             // The TSP recorded the answer; only the app's copy is missing, and the TSP refuses a second answer.
             logger.withTraceID(context.traceID).error(
-                "the app could not keep the answer it sent", ["authn_request_id": request.authnRequestID])
+                "the app could not keep the answer it sent; it lists the request as answered once the payment's "
+                    + "notification arrives",
+                ["authn_request_id": request.authnRequestID, "error": error.message])
         }
         logger.withTraceID(context.traceID).info(
             "cardholder answered an authentication request",

@@ -142,20 +142,30 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         case .proceed(let value): session = value
         case .refused(let code, let message): throw RPCError(code, message)
         }
+        // Every way out but `finish` leaves the session open for another try. A storage error (a database locked
+        // by another process) escaped with the session held as "already being completed" until it expired, 20
+        // minutes on, with nothing running.
+        do {
+            return try await authorize(session, request, log: log)
+        } catch {
+            sessions.withLock { $0.reopen(session.id) }
+            throw error
+        }
+    }
+
+    /// `authorize` once the session is held for this call; `finish` ends it.
+    private func authorize(
+        _ session: AppToAppSessions.Session, _ request: IssuerV1.AuthorizeAppSessionRequest, log: Logger
+    ) async throws -> IssuerV1.AuthorizeAppSessionResponse {
         if request.deny {
             log.info("the cardholder declined in the issuer app", ["session": session.id])
             return await finish(session, .failure, reason: "the cardholder declined in the issuer app", log: log)
         }
-        let retry = { (error: RPCError) -> RPCError in
-            self.sessions.withLock { $0.reopen(session.id) }
-            return error
-        }
         guard let login else {
-            throw retry(
-                RPCError(
-                    .failedPrecondition,
-                    "signing in needs the authentication service, which this issuer app does not have; deny the "
-                        + "session or use another ID&V method"))
+            throw RPCError(
+                .failedPrecondition,
+                "signing in needs the authentication service, which this issuer app does not have; deny the "
+                    + "session or use another ID&V method")
         }
         // An app in which accounts are activated acts for those: one removed from it (delete-account), or never
         // activated there, does not activate its cards, though the cardholder can still sign in for the others.
@@ -163,23 +173,21 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         // nothing to check against, and signs the cardholder in as before.
         let appAccounts = try store.appAccounts(session.cardholderID).map(\.accountID)
         if !appAccounts.isEmpty, let card = try store.card(id: session.cardID), !appAccounts.contains(card.accountID) {
-            throw retry(
-                RPCError(
-                    .failedPrecondition,
-                    "card ending \(session.cardLast4) is of account \(card.accountID), which is not activated in "
-                        + "\(session.cardholderID)'s app; activate it there (tokenet issuer-app activate-linked), or "
-                        + "deny the session and use another ID&V method"))
+            throw RPCError(
+                .failedPrecondition,
+                "card ending \(session.cardLast4) is of account \(card.accountID), which is not activated in "
+                    + "\(session.cardholderID)'s app; activate it there (tokenet issuer-app activate-linked), or "
+                    + "deny the session and use another ID&V method")
         }
         let accessToken: String
         do {
             accessToken = try await login.accessToken(forUser: session.cardholderID, pin: request.pin)
         } catch {
             log.info("cardholder sign-in failed", ["session": session.id, "reason": error.message])
-            throw retry(RPCError(error.signInStatus, "the cardholder could not be signed in: \(error.message)"))
+            throw RPCError(error.signInStatus, "the cardholder could not be signed in: \(error.message)")
         }
         guard let caller = tsp.caller else {
-            throw retry(
-                RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP"))
+            throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
         }
         do {
             let activated = try await TspV1.IssuerIdv.Client(caller).activateDigitalCard(
@@ -193,7 +201,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             response.alreadyActive = !activated.changed
             return response
         } catch let error as RPCError where [.unavailable, .deadlineExceeded, .cancelled].contains(error.code) {
-            throw retry(RPCError(.unavailable, "cannot reach the TSP: \(error.message); try again"))
+            throw RPCError(.unavailable, "cannot reach the TSP: \(error.message); try again")
         } catch let error as RPCError {
             let reason = "the TSP refused the activation (\(error.code.protoValueName ?? "?")): \(error.message)"
             log.info("in-app activation refused by the TSP", ["session": session.id, "reason": reason])

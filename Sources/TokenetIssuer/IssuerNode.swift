@@ -39,7 +39,7 @@ public enum IssuerNode {
         var registering = false
         if context.options.peers[.tsp] == nil {
             logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push cards")
-        } else if (try? party.store.profile()) == nil {
+        } else if try Self.profileAtStart(party.store, directory: context.dataDirectory) == nil {
             logger.warning(
                 "the issuer has no profile (start it once with --fixtures FILE); not registering, nor subscribing to "
                     + "the TSP's notifications")
@@ -101,6 +101,17 @@ public enum IssuerNode {
     /// by any read of the start (the fixture's tables, the app's notifications), not only at open, names the file
     /// in `directory` and what to do: it said "cannot load the fixture into the database", as if the fixture were
     /// wrong, or exited 1 with SQLite's words alone.
+    /// The issuer's profile, read at start. A read that fails stops the start with its cause: taken for "no
+    /// profile", it sent the operator to load a fixture the database holds, and the node neither registered nor
+    /// subscribed for its whole run.
+    static func profileAtStart(_ store: IssuerStore, directory: String) throws(NodeError) -> IssuerProfile? {
+        do {
+            return try store.profile()
+        } catch {
+            throw startFailure(error, directory: directory)
+        }
+    }
+
     static func startFailure(_ error: IssuerError, directory: String) -> NodeError {
         if let keys = error.cause as? CardError, keys.isKeyFileProblem {
             return NodeError(.config, keys.message)

@@ -267,17 +267,31 @@ extension IssuerStore {
         }
     }
 
-    /// Deletes an account from the app; returns how many accounts are left (the user and PIN stay).
-    func deleteAppAccount(userID: String, accountID: String) throws(IssuerError) -> Int {
-        try storage("delete an account from the app") {
-            let deleted = try database.execute(
-                "DELETE FROM app_accounts WHERE user_id = ? AND account_id = ?", [userID, accountID])
-            if deleted.changes == 0 {
-                throw IssuerError(.notFound, "account \(accountID) is not activated in \(userID)'s app")
+    /// Deletes an account from the app, as long as it still holds `account`'s credentials (the ones the TSP
+    /// revoked); returns how many accounts are left (the user and PIN stay).
+    func deleteAppAccount(_ account: AppAccountRecord) throws(IssuerError) -> Int {
+        let (userID, accountID) = (account.userID, account.accountID)
+        return try storage("delete an account from the app") {
+            try database.transaction { tx in
+                let deleted = try tx.execute(
+                    """
+                    DELETE FROM app_accounts
+                    WHERE user_id = ? AND account_id = ? AND user_credential_id = ? AND device_credential_id = ?
+                    """, [userID, accountID, account.userCredentialID, account.deviceCredentialID])
+                if deleted.changes == 0 {
+                    let stillThere = try tx.queryOne(
+                        "SELECT 1 FROM app_accounts WHERE user_id = ? AND account_id = ?", [userID, accountID])
+                    guard stillThere == nil else {
+                        throw IssuerError(
+                            .failedPrecondition,
+                            "account \(accountID) was activated again while it was being removed; its new "
+                                + "credentials stay in the app: remove it again to revoke them too")
+                    }
+                    throw IssuerError(.notFound, "account \(accountID) is not activated in \(userID)'s app")
+                }
+                return Int(
+                    try tx.queryOne("SELECT COUNT(*) FROM app_accounts WHERE user_id = ?", [userID])?.int64(0) ?? 0)
             }
-            return Int(
-                try database.queryOne("SELECT COUNT(*) FROM app_accounts WHERE user_id = ?", [userID])?
-                    .int64(0) ?? 0)
         }
     }
 }

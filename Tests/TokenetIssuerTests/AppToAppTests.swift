@@ -116,6 +116,20 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         try await app.openApp(IssuerV1.OpenAppRequest(caller: caller, activationData: data, serialNumber: serial))
     }
 
+    /// A sign-in that fails on the issuer's own storage leaves the session open for another try: it stayed "already
+    /// being completed", with nothing running, until it expired 20 minutes on.
+    @Test func aStorageFailureLeavesTheSessionOpen() async throws {
+        let opened = try await open()
+        try store.database.execute("ALTER TABLE app_accounts RENAME TO app_accounts_away")
+        let failed = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        }
+        #expect(failed != nil && failed?.code != .failedPrecondition, "\(String(describing: failed))")
+        try store.database.execute("ALTER TABLE app_accounts_away RENAME TO app_accounts")
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        #expect(done.result == .approved && done.tokenState == .active)
+    }
+
     /// Only the wallet node the TSP said the token is digitized through opens the issuer app for it: another wallet
     /// node that learnt the token's reference got a session, and the cardholder's sign-in activated the token there.
     @Test func anotherWalletNodeCannotOpenTheAppForAToken() async throws {

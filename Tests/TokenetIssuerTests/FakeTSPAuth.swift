@@ -27,6 +27,8 @@ final class FakeTSPAuth: Sendable {
         var removeDown = false
         var logins = 0
         var resyncs = 0
+        /// What every resync is answered, instead of checking its codes.
+        var resyncAnswer: TspV1.ResyncResponse?
         var next = 0
         /// Holds the first login that arrives for up to a second, or until a second one arrives and is answered
         /// first: the order two logins sent at once may reach a TSP in.
@@ -38,6 +40,8 @@ final class FakeTSPAuth: Sendable {
         var overtaking = 0
         /// Holds the answer of the next activation (decided, and its code used, before it waits) at this gate.
         var holdNextActivation: Gate?
+        /// Holds the next RemoveCredentials at this gate before it removes anything.
+        var holdNextRemoval: Gate?
     }
 
     let state = Mutex(State())
@@ -179,7 +183,12 @@ final class FakeTSPAuth: Sendable {
         func removeCredentials(_ request: TspV1.RemoveCredentialsRequest, context: ServerContext) async throws
             -> TspV1.RemoveCredentialsResponse
         {
-            try fake.state.withLock { state in
+            let gate = fake.state.withLock { state in
+                defer { state.holdNextRemoval = nil }
+                return state.holdNextRemoval
+            }
+            await gate?.pass()
+            return try fake.state.withLock { state in
                 guard !state.removeDown else { throw RPCError(.unavailable, "connection refused") }
                 var removed: UInt32 = 0
                 for id in [request.userCredentialID, request.deviceCredentialID]
@@ -194,6 +203,7 @@ final class FakeTSPAuth: Sendable {
         func resync(_ request: TspV1.ResyncRequest, context: ServerContext) async throws -> TspV1.ResyncResponse {
             try fake.state.withLock { state in
                 state.resyncs += 1
+                if let answer = state.resyncAnswer { return answer }
                 guard let secret = state.secrets[request.credentialID],
                     let counter = state.counters[request.credentialID]
                 else { throw RPCError(.notFound, "no credential") }

@@ -454,6 +454,38 @@ import TokenetWire
         #expect(try app.party.app.accounts(userID: "ch-alice").accounts.isEmpty)
     }
 
+    /// An activation of an account while the app removes it waits for the removal: it saved its new credentials
+    /// while the TSP revoked the old ones, and the removal then deleted the new ones from the app, leaving them live
+    /// at the TSP with no app to use or revoke them.
+    @Test func anActivationDuringARemovalWaitsForIt() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        let second = try await app.enrol()
+        let gate = Gate()
+        app.tsp.state.withLock { $0.holdNextRemoval = gate }
+        let authenticator = app.party.app
+        let removal = Task {
+            try await authenticator.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580")
+        }
+        try await gate.arrived(1)
+        let activation = Task {
+            try await authenticator.activate(
+                code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
+        }
+        // The activation waits for its turn; were it to run now, it would save its credentials before the removal
+        // ends.
+        try await Task.sleep(for: .milliseconds(200))
+        gate.open()
+        #expect(try await removal.value == 0)
+        #expect(try await activation.value.result == .success)
+        let accounts = try app.party.store.appAccounts("ch-alice")
+        #expect(accounts.map(\.referenceID) == [second.reference])
+        let live = app.tsp.state.withLock { Set($0.secrets.keys) }
+        #expect(live == ["uc-\(second.reference)", "dc-\(second.reference)"])
+    }
+
     /// Two logins of one user at once take turns: the second took the next counter, reached the TSP first, and the
     /// first was then refused as a wrong code (counted towards the lock) though its PIN was right.
     @Test func loginsOfOneUserAtOnceTakeTurns() async throws {
@@ -634,6 +666,28 @@ import TokenetWire
         let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
         #expect(login.accessToken == "at1.token-for-dc-ref-1")
         #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (3, 2))
+    }
+
+    /// A resynchronisation the TSP refuses ends the login, with what to do: the login went on to send more codes,
+    /// each one more failure of the credential at the TSP (one login spent five), and ended "login refused".
+    @Test(arguments: [
+        (TspV1.ResyncResult.incorrectCodes, IssuerError.Code.unauthenticated, "enrol the account again"),
+        (.credentialLocked, .locked, "(tokenet issuer unlock ADDR ch-alice)"),
+    ])
+    func aRefusedResynchronisationEndsTheLogin(
+        result: TspV1.ResyncResult, code: IssuerError.Code, advice: String
+    ) async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        for _ in 0..<30 { _ = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking") }
+        app.tsp.state.withLock { $0.resyncAnswer = .init(result: result, failuresLeft: 4, message: "not this time") }
+        await expectIssuerError(code, "the TSP refused to resynchronise the account's credential: not this time") {
+            _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        }
+        await expectIssuerError(code, advice) { _ = try await app.party.app.login(userID: "ch-alice", pin: "2580") }
+        #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (2, 2))
     }
 
     /// Logins tried while the TSP cannot be reached spend no codes: each moved the app's counters on, until they
