@@ -12,10 +12,23 @@ struct TSPCalls: Sendable {
         client = TspV1.Provisioning.Client(caller)
     }
 
+    /// How long a call to the TSP may take outside a served call's deadline: the node's own work (the Digitize
+    /// requests it sends again after each subscription, a key batch for a push) had no deadline, and a TSP that
+    /// took such a call and never answered held the wallet's catch-up for good, with nothing logged.
+    static let backgroundWait = Duration.seconds(30)
+
+    /// Within the served call's time, less room for its answer (`CallOptions.answeringInTime`), and within
+    /// `backgroundWait` when no served call bounds it.
+    static var options: CallOptions {
+        var options = CallOptions.answeringInTime
+        if options.timeout == nil { options.timeout = backgroundWait }
+        return options
+    }
+
     /// Encrypts `card` as a JWE to the TSP's current key, fetched fresh so a key rotation is picked up at once.
     func encrypt(_ card: CardData) async throws -> CardV1.EncryptedCardData {
         let keys = try await call("GetEncryptionKeys") {
-            try await client.getEncryptionKeys(.init(), options: .answeringInTime)
+            try await client.getEncryptionKeys(.init(), options: Self.options)
         }
         guard let current = keys.keys.first(where: \.current) else {
             throw WalletError(.unavailable, "the TSP published no current card-data encryption key")
@@ -41,15 +54,15 @@ struct TSPCalls: Sendable {
     }
 
     func checkEligibility(_ request: TspV1.CheckEligibilityRequest) async throws -> TspV1.CheckEligibilityResponse {
-        try await call("CheckEligibility") { try await client.checkEligibility(request, options: .answeringInTime) }
+        try await call("CheckEligibility") { try await client.checkEligibility(request, options: Self.options) }
     }
 
     func digitize(_ request: TspV1.DigitizeRequest) async throws -> TspV1.DigitizeResponse {
-        try await call("Digitize") { try await client.digitize(request, options: .answeringInTime) }
+        try await call("Digitize") { try await client.digitize(request, options: Self.options) }
     }
 
     func createPushSession(_ request: TspV1.CreatePushSessionRequest) async throws -> TspV1.CreatePushSessionResponse {
-        try await call("CreatePushSession") { try await client.createPushSession(request, options: .answeringInTime) }
+        try await call("CreatePushSession") { try await client.createPushSession(request, options: Self.options) }
     }
 
     /// Keeps the TSP's status code (so INVALID_ARGUMENT stays INVALID_ARGUMENT for the CLI) and says who answered.

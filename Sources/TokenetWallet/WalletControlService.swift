@@ -224,6 +224,18 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                     error.code, "\(error.message); \(card.cardRef) is recorded as declined: add the card again",
                     cause: error)
             }
+            if result.decision != .declined {
+                // Kept as it came, the card showed state "?"; unrecorded, the request stays, and the same command
+                // (or the resume after the next subscription) asks again.
+                do {
+                    try WalletTokenUpdates.requireKnown(result.tokenState, of: card)
+                } catch {
+                    throw RPCError(
+                        .internal,
+                        "the TSP's answer to the digitization is not usable: \(error.message); run accept-terms "
+                            + "\(card.cardRef) again to ask for it again")
+                }
+            }
             let (stored, recorded) = try store.finishDigitizationOnce(id: card.id, result: result, nowMs: clock())
             // The other of two callers finishing the card at once answers with the card as recorded, and
             // announces nothing: the issuer app heard "card added" twice.

@@ -29,6 +29,7 @@ struct WalletTokenUpdates: Sendable {
     func apply(
         _ state: CardV1.TokenState, version: UInt64, to card: WalletCardRecord, overriding: Bool = false
     ) throws(WalletError) -> WalletCardRecord {
+        try Self.requireKnown(state, of: card)
         let account = card.account(configured: configuredAccountID)
         let selectedBefore = state == .deactivated ? try selectedCard(of: account) : nil
         let (stored, changed) = try store.updateTokenState(
@@ -41,6 +42,20 @@ struct WalletTokenUpdates: Sendable {
             cardIssuerNodeID: stored.issuerNodeID)
         if let selectedBefore, selectedBefore == card.id { try announceSelection(of: account) }
         return stored
+    }
+
+    /// Refuses a state that is not one a token can be in (UNSPECIFIED, or a number from a newer protocol): taken as
+    /// it came, it replaced the card's state, and the card showed state "?" with nothing said.
+    static func requireKnown(_ state: CardV1.TokenState, of card: WalletCardRecord) throws(WalletError) {
+        switch state {
+        case .inactive, .active, .suspended, .deactivated: return
+        case .unspecified, .unrecognized: break
+        }
+        let held = card.result?.tokenState.protoValueName ?? "no state yet"
+        throw WalletError(
+            .failedPrecondition,
+            "the TSP gave \(card.cardRef)'s token state \(state.protoValueName ?? "number \(state.rawValue)"), "
+                + "which is not a state this wallet knows; the card keeps \(held)")
     }
 
     private func selectedCard(of account: String) throws(WalletError) -> Int64? {
@@ -142,7 +157,7 @@ struct WalletTokenUpdates: Sendable {
             batch = try await tsp.replenishPaymentKeys(
                 TspV1.ReplenishPaymentKeysRequest(
                     digitalCardID: digitalCardID, keysRemaining: before.remaining, requestID: requestID),
-                options: CallOptions(timeout: timeout))
+                options: CallOptions(timeout: timeout ?? TSPCalls.backgroundWait))
         } catch let error as RPCError {
             throw WalletError(Self.code(of: error), "the TSP's ReplenishPaymentKeys failed: \(error.message)")
         } catch {

@@ -54,6 +54,32 @@ import TokenetWire
         }
     }
 
+    /// A Digitize answer whose token state is no state a token can be in is not recorded: the card showed state
+    /// "?" for good. The request stays, and asking again records the usable answer the TSP gives then.
+    @Test func aDigitizeAnswerWithAStateNoTokenCanBeInIsNotRecorded() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        wallet.tsp.state.withLock { $0.digitize.tokenState = .unrecognized(42) }
+        await expectRPCError(
+            .internal,
+            "the TSP's answer to the digitization is not usable: the TSP gave card-1's token state number 42, which "
+                + "is not a state this wallet knows"
+        ) { _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+        #expect(try wallet.store.card(ref: "card-1").result == nil)
+        wallet.tsp.state.withLock { $0.digitize.tokenState = .active }
+        let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(accepted.card?.state == .active)
+        let requests = wallet.tsp.recorded.digitizeRequests
+        #expect(requests.count == 2 && requests[0].requestID == requests[1].requestID)
+    }
+
+    /// Calls to the TSP outside a served call (the Digitize requests sent again after each subscription) have a
+    /// deadline: a TSP that took one and never answered held the wallet's catch-up for good.
+    @Test func theWalletsOwnCallsToTheTSPHaveADeadline() {
+        #expect(TSPCalls.options.timeout == TSPCalls.backgroundWait)
+        #expect(TSPCalls.backgroundWait > .zero)
+    }
+
     @Test func acceptTermsDigitizesWithTheAcceptedTermsDeviceAndRisk() async throws {
         let wallet = try WalletHarness()
         _ = try await wallet.control.addCard(WalletHarness.manual())

@@ -124,6 +124,24 @@ import TokenetWire
         #expect(await events.next()?.digitalCardID == "marker")
     }
 
+    /// A CARD_STATE whose state is no state a token can be in (UNSPECIFIED, or a number from a newer protocol)
+    /// changes nothing and says why: it replaced the card's state, which showed as "?".
+    @Test(arguments: [CardV1.TokenState.unspecified, .unrecognized(42)])
+    func aCardStateWithAStateNoTokenCanBeInChangesNothing(_ state: CardV1.TokenState) async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()  // TOKENIZED_CARD_ADDED
+        try await wallet.notifications.handle(Self.cardState(state, version: 7))
+        let stored = try wallet.store.card(ref: "card-1").result
+        #expect(stored?.tokenState == .active)
+        #expect(
+            wallet.logs.lines.contains {
+                $0.contains("notification could not be processed")
+                    && $0.contains("which is not a state this wallet knows; the card keeps TOKEN_STATE_ACTIVE")
+            }, "\(wallet.logs.lines)")
+        _ = wallet.events.publish(WalletEventHubTests.event("marker"))
+        #expect(await events.next()?.digitalCardID == "marker")
+    }
+
     /// A deleted token is deleted for good (the TSP refuses any change of a DEACTIVATED token): a state heard after
     /// the delete, without a version (an operator's message, an issuer app that passes none) or with any version,
     /// is stale and must not bring the card back, nor tell the issuer app's listeners it is live again.
