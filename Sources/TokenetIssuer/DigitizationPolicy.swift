@@ -15,6 +15,17 @@ struct IdvOffer: Sendable, Equatable {
     var maskedValue: String
     var appIdentifier: String = ""
     var appAction: String = ""
+
+    /// The id the issuer gives the method of each type: one method a type, so the id names it for good (SendOtp
+    /// checks the method the TSP names by it).
+    static func id(of type: IdvMethodSpec.Kind) -> String {
+        switch type {
+        case .otpSMS: "otp-sms"
+        case .otpEmail: "otp-email"
+        case .appToApp: "app-to-app"
+        case .callCenter: "call-center"
+        }
+    }
 }
 
 /// The issuer's answer to one digitization.
@@ -69,16 +80,18 @@ enum DigitizationPolicy {
         methods.map { method in
             switch method.type {
             case .otpSMS:
-                return IdvOffer(id: "otp-sms", type: .otpSMS, maskedValue: Masking.phone(contact.phone))
+                return IdvOffer(id: IdvOffer.id(of: .otpSMS), type: .otpSMS, maskedValue: Masking.phone(contact.phone))
             case .otpEmail:
-                return IdvOffer(id: "otp-email", type: .otpEmail, maskedValue: Masking.email(contact.email) ?? "")
+                return IdvOffer(
+                    id: IdvOffer.id(of: .otpEmail), type: .otpEmail, maskedValue: Masking.email(contact.email) ?? "")
             case .appToApp:
                 return IdvOffer(
-                    id: "app-to-app", type: .appToApp,
+                    id: IdvOffer.id(of: .appToApp), type: .appToApp,
                     maskedValue: method.appName ?? method.appIdentifier ?? "",
                     appIdentifier: method.appIdentifier ?? "", appAction: method.appAction ?? "")
             case .callCenter:
-                return IdvOffer(id: "call-center", type: .callCenter, maskedValue: contact.callCenterNumber ?? "")
+                return IdvOffer(
+                    id: IdvOffer.id(of: .callCenter), type: .callCenter, maskedValue: contact.callCenterNumber ?? "")
             }
         }
     }

@@ -33,6 +33,11 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         _ request: IssuerV1.AuthorizeDigitizationRequest, context: ServerContext
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         try tsp.requireOwnTSP(context.peer)
+        // The decision is recorded under the token's id, which the TSP's later calls (OTP, activation, lifecycle)
+        // name the token by: one recorded without it could never be found again.
+        guard !request.digitalCardID.isEmpty else {
+            throw RPCError(.invalidArgument, "digital_card_id is required: the id of the token the TSP is making")
+        }
         let card = try decrypt(request.encryptedCardData)
         let pan = try pan(of: card)
         let stored = try store.card(matching: pan)
@@ -117,8 +122,9 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         guard let encrypted, !encrypted.jwe.isEmpty else {
             throw RPCError(.invalidArgument, "encrypted_card_data is required")
         }
+        let card: CardData
         do {
-            return try CardData(json: try JWE.decrypt(encrypted.jwe, with: key))
+            card = try CardData(json: try JWE.decrypt(encrypted.jwe, with: key))
         } catch let error where error.code == .unknownKeyID {
             throw RPCError(
                 .failedPrecondition,
@@ -126,6 +132,18 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         } catch {
             throw RPCError(.invalidArgument, "the encrypted card data cannot be read: \(error.message)")
         }
+        // As `card.proto` says, and as the TSP checks what a wallet sends: a sender whose two disagree has mixed up
+        // its keys, and the sandbox says so rather than quietly trusting the JWE's `kid` (which named this key).
+        let named = encrypted.publicKeyIdentifier
+        guard named.isEmpty || named == key.kid else {
+            let shown = String(maskPAN(named).unicodeScalars.prefix(20).map(Character.init)).debugDescription
+            throw RPCError(
+                .invalidArgument,
+                "encrypted_card_data.public_key_identifier \(shown)\(named.unicodeScalars.count > 20 ? "…" : "") is "
+                    + "not the key the JWE names (kid \(key.kid)): give the kid of the key the card data is "
+                    + "encrypted to, or leave it empty")
+        }
+        return card
     }
 
     func pan(of card: CardData) throws -> PAN {

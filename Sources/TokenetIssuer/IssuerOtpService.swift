@@ -25,20 +25,48 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
         }
         let channel: String
         let destination: String
+        let kind: IdvMethodSpec.Kind
         switch request.type {
         case .otpSms:
+            kind = .otpSMS
             channel = "sms"
             destination = Masking.phone(card.contact.phone)
         case .otpEmail:
             guard let masked = Masking.email(card.contact.email) else {
                 throw RPCError(.failedPrecondition, "the cardholder of card \(card.id) has no usable e-mail address")
             }
+            kind = .otpEmail
             channel = "email"
             destination = masked
         default:
             throw RPCError(.invalidArgument, "type must be IDV_METHOD_TYPE_OTP_SMS or IDV_METHOD_TYPE_OTP_EMAIL")
         }
+        // Only by a method the issuer offered for this token, named by its id: a code went by SMS for a method id
+        // the issuer never gave, and by e-mail for the id of its SMS method.
+        let offered = try store.offeredMethodTypes(forDigitalCardID: request.digitalCardID)
+        guard offered.contains(kind) else {
+            let named = offered.map { "\(IdvOffer.id(of: $0)) (\($0.rawValue))" }.joined(separator: ", ")
+            throw RPCError(
+                .failedPrecondition,
+                "the issuer offered no \(kind.rawValue) method for token \"\(request.digitalCardID)\"; it offered "
+                    + (named.isEmpty ? "none" : named))
+        }
+        guard request.methodID == IdvOffer.id(of: kind) else {
+            throw RPCError(
+                .invalidArgument,
+                "method_id \(String(maskPAN(request.methodID).prefix(40)).debugDescription) is not the issuer's "
+                    + "\(kind.rawValue) method, \"\(IdvOffer.id(of: kind))\"")
+        }
         let sentAt = now()
+        // A code already expired would reach the cardholder as one that "expires in 1 second".
+        guard request.expiresAtMs > UInt64(max(0, sentAt.timeIntervalSince1970 * 1000)) else {
+            throw RPCError(
+                .invalidArgument,
+                request.expiresAtMs == 0
+                    ? "expires_at_ms is required: when the code expires, which the message tells the cardholder"
+                    : "the code expired (expires_at_ms \(request.expiresAtMs)) before the issuer could send it; "
+                        + "nothing was sent")
+        }
         let text =
             "Your code to activate the card ending \(card.pan.last4) in your wallet is \(request.code). "
             + "It expires in \(Self.timeLeft(until: request.expiresAtMs, from: sentAt)). Never share it."

@@ -18,6 +18,20 @@ extension IssuerStore {
         return try card(id: cardID)
     }
 
+    /// The method types the issuer's latest decision on the token offered for its step-up (none when that decision
+    /// was no step-up).
+    func offeredMethodTypes(forDigitalCardID digitalCardID: String) throws(IssuerError) -> [IdvMethodSpec.Kind] {
+        try storage("look up the methods offered for a token") {
+            guard
+                let row = try database.queryOne(
+                    "SELECT idv_methods FROM decisions WHERE digital_card_id = ? ORDER BY id DESC LIMIT 1",
+                    [digitalCardID])
+            else { return [] }
+            let names = try JSONDecoder().decode([String].self, from: Data(try row.text(0).utf8))
+            return names.compactMap(IdvMethodSpec.Kind.init(rawValue:))
+        }
+    }
+
     /// When each message is no longer needed (`IssuerRetention.outboxMessageEndsAtMs`), so the outbox is pruned
     /// through an index. Those recorded before knew no code expiry: they end the longest code lifetime after they
     /// were sent.

@@ -54,6 +54,24 @@ import TokenetWire
         #expect(error?.message.contains("cannot record a digitization decision: the issuer's disk is full") == true)
     }
 
+    /// The card data's `public_key_identifier`, when given, must name the key the JWE names, as `card.proto` says
+    /// and the TSP checks; and a decision needs the token's id, which later calls name the token by. Both were
+    /// taken: the first approved, the second recorded a decision no call could find.
+    @Test func cardDataNamingAnotherKeyAndADecisionWithoutItsTokenAreRefused() async throws {
+        var request = IssuerV1.AuthorizeDigitizationRequest()
+        request.encryptedCardData = try Support.encrypted(Cards.visaApprove.1, expiry: Cards.visaApprove.2, to: key)
+        request.digitalCardID = "DNITHE000000000001"
+        request.encryptedCardData?.publicKeyIdentifier = String(repeating: "f", count: 64)
+        let otherKey = await Support.rpcError { _ = try await client.authorizeDigitization(request) }
+        #expect(otherKey?.code == .invalidArgument)
+        #expect(otherKey?.message.contains("is not the key the JWE names (kid \(key.kid))") == true)
+        request.encryptedCardData?.publicKeyIdentifier = key.kid
+        #expect(try await client.authorizeDigitization(request).decision == .approved)
+        request.digitalCardID = ""
+        let noToken = await Support.rpcError { _ = try await client.authorizeDigitization(request) }
+        #expect(noToken?.code == .invalidArgument && noToken?.message.contains("digital_card_id is required") == true)
+    }
+
     @Test func eligibilityAnswers() async throws {
         #expect(try await eligibility(Cards.visaApprove) == IssuerV1.CardEligibilityResponse(eligible: true))
         #expect(try await eligibility(Cards.mcDecline).eligible)

@@ -13,7 +13,7 @@ import TokenetWire
         _ = try await tests.decisionTask.value
         let service = tests.party.otp
         let request = IssuerV1.SendOtpRequest(
-            digitalCardID: IssuerOtpTests.token, methodID: "m", type: .otpSms, code: "482913",
+            digitalCardID: IssuerOtpTests.token, methodID: "otp-sms", type: .otpSms, code: "482913",
             expiresAtMs: UInt64(Support.now.timeIntervalSince1970 * 1000) + 600_000)
         let context = ServerContext(
             method: IssuerV1.IssuerOtp.sendOTP.path, metadata: Metadata(), peer: nil, deadline: nil, traceID: "t")

@@ -70,13 +70,17 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
 
     let decisionTask: Task<IssuerV1.AuthorizeDigitizationResponse, any Error>
 
-    func send(_ type: CardV1.IdvMethodType, code: String = "482913", token: String = token) async throws
-        -> IssuerV1.SendOtpResponse
-    {
-        try await otp.sendOTP(
+    /// Sends a code by the issuer's method of `type` (named by its id, or by `methodID`), expiring `expiresInMs`
+    /// from now.
+    func send(
+        _ type: CardV1.IdvMethodType, code: String = "482913", token: String = token, methodID: String? = nil,
+        expiresInMs: Int64 = 600_000
+    ) async throws -> IssuerV1.SendOtpResponse {
+        let id = methodID ?? (type == .otpEmail ? "otp-email" : "otp-sms")
+        let expiry = Int64(Support.now.timeIntervalSince1970 * 1000) + expiresInMs
+        return try await otp.sendOTP(
             IssuerV1.SendOtpRequest(
-                digitalCardID: token, methodID: "m", type: type, code: code,
-                expiresAtMs: UInt64(Support.now.timeIntervalSince1970 * 1000) + 600_000))
+                digitalCardID: token, methodID: id, type: type, code: code, expiresAtMs: UInt64(max(0, expiry))))
     }
 
     @Test func codesGoToTheOutboxMaskedAndUnlogged() async throws {
@@ -104,6 +108,18 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
         #expect(callCenter?.code == .invalidArgument)
         let badCode = await Support.rpcError { _ = try await send(.otpSms, code: "12a") }
         #expect(badCode?.code == .invalidArgument)
+        // Only by a method the issuer offered, named by its id, and for a code that has not expired: each was sent.
+        let unknownMethod = await Support.rpcError { _ = try await send(.otpSms, methodID: "nope") }
+        #expect(unknownMethod?.code == .invalidArgument)
+        #expect(unknownMethod?.message.contains("method_id \"nope\" is not the issuer's OTP_SMS method") == true)
+        let otherMethod = await Support.rpcError { _ = try await send(.otpEmail, methodID: "otp-sms") }
+        #expect(otherMethod?.code == .invalidArgument)
+        let expired = await Support.rpcError { _ = try await send(.otpSms, expiresInMs: -1_000) }
+        #expect(expired?.code == .invalidArgument && expired?.message.contains("nothing was sent") == true)
+        let noExpiry = await Support.rpcError {
+            _ = try await send(.otpSms, expiresInMs: -Int64(Support.now.timeIntervalSince1970 * 1000))
+        }
+        #expect(noExpiry?.message.contains("expires_at_ms is required") == true)
         #expect(try await callCentre.outbox(IssuerV1.OutboxRequest()).messages.isEmpty)
     }
 

@@ -187,11 +187,12 @@ import TokenetWire
         _ = try await push(Cards.visaSession.0, .session)
         _ = await Support.rpcError { _ = try await push(Cards.visaApprove.0, .receipt) }
         let decisions = IssuerV1.IssuerDecisions.Client(Support.connect(Support.router(party), as: .tsp))
-        for (_, number, expiry) in Cards.all + [("", "4761000050000000", "12/29")] {
+        for (index, (_, number, expiry)) in (Cards.all + [("", "4761000050000000", "12/29")]).enumerated() {
             let encrypted = try Support.encrypted(number, expiry: expiry, to: party.key)
             _ = try await decisions.checkCardEligibility(IssuerV1.CardEligibilityRequest(encryptedCardData: encrypted))
             _ = try await decisions.authorizeDigitization(
-                IssuerV1.AuthorizeDigitizationRequest(encryptedCardData: encrypted))
+                IssuerV1.AuthorizeDigitizationRequest(
+                    encryptedCardData: encrypted, digitalCardID: "DNITHE00000000\(index)"))
         }
         let lines = sink.lines
         #expect(lines.count >= 18)

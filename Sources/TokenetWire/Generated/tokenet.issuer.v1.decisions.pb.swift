@@ -86,7 +86,8 @@ extension IssuerV1 {
         /// The card number masked down to its last four digits.
         public var maskedPAN: String = ""
 
-        /// The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it.
+        /// The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it. Required
+        /// (INVALID_ARGUMENT without it).
         public var digitalCardID: String = ""
 
         public var tokenLast4: String = ""

@@ -13,15 +13,19 @@ extension IssuerV1 {
         /// The token the issuer stepped up (AuthorizeDigitizationRequest.digital_card_id).
         public var digitalCardID: String = ""
 
-        /// The id of one of the methods the issuer offered for it, and that method's type (OTP_SMS or OTP_EMAIL).
+        /// The id of one of the methods the issuer offered for it, and that method's type (OTP_SMS or OTP_EMAIL). A type
+        /// the issuer did not offer for the token is FAILED_PRECONDITION; an id that is not its method of that type,
+        /// INVALID_ARGUMENT.
         public var methodID: String = ""
 
         public var type: CardV1.IdvMethodType = CardV1.IdvMethodType(rawValue: 0)
 
-        /// Six decimal digits, for the cardholder to enter in the wallet.
+        /// Decimal digits, for the cardholder to enter in the wallet: Tokenet's TSP sends six; issuer-node takes four or
+        /// more.
         public var code: String = ""
 
-        /// When the code expires, in milliseconds since the Unix epoch.
+        /// When the code expires, in milliseconds since the Unix epoch; required, and a time already past is refused
+        /// (INVALID_ARGUMENT) with nothing sent.
         public var expiresAtMs: UInt64 = 0
 
         public init() {}

@@ -66,7 +66,8 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationRequest
    */
   char *masked_pan;
   /*
-   * The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it.
+   * The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it. Required
+   * (INVALID_ARGUMENT without it).
    */
   char *digital_card_id;
   char *token_last4;

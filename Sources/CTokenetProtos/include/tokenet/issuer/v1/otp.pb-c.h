@@ -39,16 +39,20 @@ struct  Tokenet__Issuer__V1__SendOtpRequest
    */
   char *digital_card_id;
   /*
-   * The id of one of the methods the issuer offered for it, and that method's type (OTP_SMS or OTP_EMAIL).
+   * The id of one of the methods the issuer offered for it, and that method's type (OTP_SMS or OTP_EMAIL). A type
+   * the issuer did not offer for the token is FAILED_PRECONDITION; an id that is not its method of that type,
+   * INVALID_ARGUMENT.
    */
   char *method_id;
   Tokenet__Card__V1__IdvMethodType type;
   /*
-   * Six decimal digits, for the cardholder to enter in the wallet.
+   * Decimal digits, for the cardholder to enter in the wallet: Tokenet's TSP sends six; issuer-node takes four or
+   * more.
    */
   char *code;
   /*
-   * When the code expires, in milliseconds since the Unix epoch.
+   * When the code expires, in milliseconds since the Unix epoch; required, and a time already past is refused
+   * (INVALID_ARGUMENT) with nothing sent.
    */
   uint64_t expires_at_ms;
 };
