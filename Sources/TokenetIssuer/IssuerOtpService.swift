@@ -57,19 +57,15 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
                 "method_id \(String(maskPAN(request.methodID).prefix(40)).debugDescription) is not the issuer's "
                     + "\(kind.rawValue) method, \"\(IdvOffer.id(of: kind))\"")
         }
-        let sentAt = now()
-        // A code already expired would reach the cardholder as one that "expires in 1 second".
-        guard request.expiresAtMs > UInt64(max(0, sentAt.timeIntervalSince1970 * 1000)) else {
+        guard request.expiresAtMs != 0 else {
             throw RPCError(
                 .invalidArgument,
-                request.expiresAtMs == 0
-                    ? "expires_at_ms is required: when the code expires, which the message tells the cardholder"
-                    : "the code expired (expires_at_ms \(request.expiresAtMs)) before the issuer could send it; "
-                        + "nothing was sent")
+                "expires_at_ms is required: when the code expires, which the message tells the cardholder")
         }
+        let sentAt = now()
         let text =
             "Your code to activate the card ending \(card.pan.last4) in your wallet is \(request.code). "
-            + "It expires in \(Self.timeLeft(until: request.expiresAtMs, from: sentAt)). Never share it."
+            + Self.expiry(request.expiresAtMs, from: sentAt) + " Never share it."
         // A call the TSP gave up on (its deadline passed, or the link was cut and the call cancelled) sends nothing:
         // the code would reach the cardholder after the wallet was told it may not. Nothing between here and the
         // outbox suspends, so the answer cannot change after it.
@@ -88,6 +84,16 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
         // The TSP sends a code only for a token it holds.
         store.noteKnownToTSP([request.digitalCardID], why: "SendOtp", log: log)
         return IssuerV1.SendOtpResponse(maskedDestination: destination)
+    }
+
+    /// What the message says of the code's expiry. A code already expired is still delivered (a TSP given a code
+    /// lifetime of a millisecond tests the refusal of an expired code), and says so: it read "It expires in 1
+    /// second".
+    static func expiry(_ expiresAtMs: UInt64, from sentAt: Date) -> String {
+        guard Double(expiresAtMs) / 1000 > sentAt.timeIntervalSince1970 else {
+            return "It had already expired when it was sent."
+        }
+        return "It expires in \(timeLeft(until: expiresAtMs, from: sentAt))."
     }
 
     /// How long the code stands, as the message tells the cardholder: "10 minutes", "90 seconds", "45 seconds".

@@ -128,7 +128,7 @@ extension ProtoRegistry {
         "tokenet.issuer.v1.PushMode.PUSH_MODE_SESSION": "Push the card data to the wallet provider's backend, which answers with a push session id.",
         "tokenet.issuer.v1.SendOtpRequest.code": "Decimal digits, for the cardholder to enter in the wallet: Tokenet's TSP sends six; issuer-node takes four or\nmore.",
         "tokenet.issuer.v1.SendOtpRequest.digital_card_id": "The token the issuer stepped up (AuthorizeDigitizationRequest.digital_card_id).",
-        "tokenet.issuer.v1.SendOtpRequest.expires_at_ms": "When the code expires, in milliseconds since the Unix epoch; required, and a time already past is refused\n(INVALID_ARGUMENT) with nothing sent.",
+        "tokenet.issuer.v1.SendOtpRequest.expires_at_ms": "When the code expires, in milliseconds since the Unix epoch; required. A code already expired is still sent,\nand its message says so.",
         "tokenet.issuer.v1.SendOtpRequest.method_id": "The id of one of the methods the issuer offered for it, and that method's type (OTP_SMS or OTP_EMAIL). A type\nthe issuer did not offer for the token is FAILED_PRECONDITION; an id that is not its method of that type,\nINVALID_ARGUMENT.",
         "tokenet.issuer.v1.SendOtpResponse.masked_destination": "Where it went, masked: the wallet is shown it as the method's destination (SelectIdvMethodResponse.method,\nResendOtpResponse.method). Empty: the method's own masked_value is shown, as it is when a select is answered\nthat a code is already out.",
         "tokenet.issuer.v1.UnlockRequest.account_id": "Empty: every account of the user.",

@@ -24,8 +24,8 @@ extension IssuerV1 {
         /// more.
         public var code: String = ""
 
-        /// When the code expires, in milliseconds since the Unix epoch; required, and a time already past is refused
-        /// (INVALID_ARGUMENT) with nothing sent.
+        /// When the code expires, in milliseconds since the Unix epoch; required. A code already expired is still sent,
+        /// and its message says so.
         public var expiresAtMs: UInt64 = 0
 
         public init() {}

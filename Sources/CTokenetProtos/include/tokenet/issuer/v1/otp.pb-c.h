@@ -51,8 +51,8 @@ struct  Tokenet__Issuer__V1__SendOtpRequest
    */
   char *code;
   /*
-   * When the code expires, in milliseconds since the Unix epoch; required, and a time already past is refused
-   * (INVALID_ARGUMENT) with nothing sent.
+   * When the code expires, in milliseconds since the Unix epoch; required. A code already expired is still sent,
+   * and its message says so.
    */
   uint64_t expires_at_ms;
 };
