@@ -144,7 +144,7 @@ public struct ReflectionService: Sendable {
                     name: method.name, path: method.path, requestType: method.request.protoName,
                     responseType: method.response.protoName, clientStreaming: method.kind.clientStreams,
                     serverStreaming: method.kind.serverStreams, comment: comment("\(service.name).\(method.name)"),
-                    allowedRoles: method.allowedRoles)
+                    allowedRoles: method.allowedRoles, noSideEffects: method.hasNoSideEffects)
             }, comment: comment(service.name))
     }
 

@@ -74,7 +74,8 @@ enum DescribeCommand {
         NOT_FOUND with the node that serves it.
         Fields whose JSON name differs from their name show it as [json_name = "..."], each symbol shows
         the comment written above it in its .proto file, and a method only some roles may call names them, as
-        its .proto does: option (tokenet.rpc.v1.allowed_roles) = "wallet";
+        its .proto does: option (tokenet.rpc.v1.allowed_roles) = "wallet"; one that changes nothing (a listing,
+        a look-up) says so: option idempotency_level = NO_SIDE_EFFECTS;
 
         Options:
         \(InspectOptions.connectionHelp)

@@ -33,7 +33,9 @@ struct ScenarioCommand {
                                           hold anything; arrays match in order, as a subsequence, and [] only an
                                           empty one); otherwise text the status message contains. With within, the
                                           call is made again every 200 ms until it matches, for up to D (above 0);
-                                          no call runs past D.
+                                          no call runs past D. A method that changes something (one its .proto
+                                          does not mark NO_SIDE_EFFECTS, as tokenet describe shows) is made
+                                          again only while it fails: a call of it that ends OK is the outcome.
           save NAME FIELD [match RE]      Keep FIELD of the call's last response (cardRef, tokens[0].tokenId) as
                                           ${NAME} for later lines (a field the JSON leaves out, its default: false,
                                           0, "" or []); in JSON a string goes in without its quotes

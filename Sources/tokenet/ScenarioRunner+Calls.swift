@@ -77,6 +77,18 @@ extension ScenarioRunner {
 
     /// What a call or a watch needs: the method's wire path, the request texts with `${NAME}`s filled in, the
     /// connection options (identity, deadline, headers) and a trace id (the script's own `header` one, if any).
+    /// Whether the `.proto` declares that `method` (as a script names it) changes nothing (`option
+    /// idempotency_level = NO_SIDE_EFFECTS`); false for a method this build does not know.
+    static func changesNothing(_ method: String) -> Bool {
+        guard let path = try? CallCommand.methodPath(method) else { return false }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.count == 2,
+            let service = ProtoRegistry.services.first(where: { $0.name == String(parts[0]) }),
+            let found = service.method(named: String(parts[1]))
+        else { return false }
+        return found.hasNoSideEffects
+    }
+
     func prepare(_ party: ScenarioParty, _ method: String, _ request: String, line: Int) throws
         -> (path: String, texts: [String], options: InspectOptions, traceID: String)
     {

@@ -270,6 +270,11 @@ final class ScenarioRunner {
     private func runCall(_ call: ScenarioCall, line: Int) throws {
         let expectation = call.expectation
         let giveUp = expectation.within.map { ContinuousClock.now + $0 }
+        // A call that changes something is made again only while it fails: once one has ended OK it has done its
+        // work, and a repeat met "already done" and took that for the refusal the line expected (a suspend of an
+        // ACTIVE token passed `expect within 5s FAILED_PRECONDITION`).
+        let repeatable = Self.changesNothing(call.method)
+        var endedOK = false
         var attempts = 0
         /// The last call that `within` did not cut short, and why it did not meet the expectation.
         var lastWhole: (mismatch: String, result: CallResult)?
@@ -295,7 +300,8 @@ final class ScenarioRunner {
                 let cutShort =
                     result.outcome.code == .deadlineExceeded && left.map { $0 < deadline } == true
                 if !cutShort { lastWhole = (mismatch, result) }
-                if let giveUp, ContinuousClock.now + ScenarioExpectation.retryInterval < giveUp {
+                endedOK = result.outcome.code == .ok && !repeatable
+                if !endedOK, let giveUp, ContinuousClock.now + ScenarioExpectation.retryInterval < giveUp {
                     try sleep(ScenarioExpectation.retryInterval)
                     continue
                 }
@@ -305,6 +311,11 @@ final class ScenarioRunner {
                 var after =
                     attempts > 1 ? " after \(attempts) calls in \(FaultCommand.format(expectation.within!))" : ""
                 if cutShort && lastWhole != nil { after += " (the last call was cut short by the end of that time)" }
+                if endedOK && expectation.within != nil {
+                    after +=
+                        "; \(call.method) changes what it acts on (its .proto does not declare it free of side "
+                        + "effects), so within makes it again only while it fails, and this call ended OK"
+                }
                 throw Failure(line: expectation.line ?? line, reason: reported + after, traceID: shown.traceID)
             }
             print(line, summary(call, result, attempts: attempts))

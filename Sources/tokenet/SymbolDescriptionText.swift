@@ -59,16 +59,19 @@ enum SymbolDescriptionText {
 
     /// `rpc Check(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);`,
     /// with the roles that may call it as the `.proto` declares them: without them a wallet's developer learnt from
-    /// PERMISSION_DENIED which methods were not the wallet's.
+    /// PERMISSION_DENIED which methods were not the wallet's. A method that changes nothing says so, as its
+    /// `.proto` does.
     /// `trailing` ends its first line.
     static func rpcLine(_ method: ReflectionV1.MethodDescription, indent: String, trailing: String = "") -> String {
         let request = (method.clientStreaming ? "stream " : "") + shown(method.requestType)
         let response = (method.serverStreaming ? "stream " : "") + shown(method.responseType)
         let line = "\(indent)rpc \(shown(method.name))(\(request)) returns (\(response))"
-        guard !method.allowedRoles.isEmpty else { return line + ";" + trailing }
-        let options = method.allowedRoles.map {
-            "\(indent)  option (tokenet.rpc.v1.allowed_roles) = \(shown($0).debugDescription);"
-        }
+        let options =
+            (method.noSideEffects ? ["\(indent)  option idempotency_level = NO_SIDE_EFFECTS;"] : [])
+            + method.allowedRoles.map {
+                "\(indent)  option (tokenet.rpc.v1.allowed_roles) = \(shown($0).debugDescription);"
+            }
+        guard !options.isEmpty else { return line + ";" + trailing }
         return ([line + " {" + trailing] + options + ["\(indent)}"]).joined(separator: "\n")
     }
 

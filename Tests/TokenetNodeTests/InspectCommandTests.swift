@@ -172,7 +172,8 @@ import TokenetWire
             "  // The current status, then every change, until the call ends. A service the node does not serve is "
                 + "reported\n  // SERVICE_UNKNOWN and the stream stays open (as gRPC's Watch does), where Check answers "
                 + "NOT_FOUND.\n"
-                + "  rpc Watch(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);",
+                + "  rpc Watch(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse) {\n"
+                + "    option idempotency_level = NO_SIDE_EFFECTS;\n  }",
             "message tokenet.health.v1.HealthCheckRequest {\n"
                 + "  // The service to check, such as \"tokenet.tsp.v1.Provisioning\"; empty for the node as a whole.\n"
                 + "  string service = 1;\n}",
@@ -194,15 +195,24 @@ import TokenetWire
                     + "(tokenet.tsp.v1.RotateEncryptionKeyResponse) {  // /tokenet.tsp.v1.TspControl/RotateEncryptionKey\n"
                     + "  option (tokenet.rpc.v1.allowed_roles) = \"operator\";\n}\n"), "\(method.stdout)")
         let service = try await runTokenet(["describe", address, "tokenet.tsp.v1.Provisioning"] + tls)
-        #expect(
-            service.stdout.contains(
-                "  rpc GetEncryptionKeys(tokenet.tsp.v1.GetEncryptionKeysRequest) returns "
-                    + "(tokenet.tsp.v1.GetEncryptionKeysResponse) {\n"
-                    + "    option (tokenet.rpc.v1.allowed_roles) = \"wallet\";\n"
-                    + "    option (tokenet.rpc.v1.allowed_roles) = \"issuer\";\n"
-                    + "    option (tokenet.rpc.v1.allowed_roles) = \"operator\";\n  }\n"), "\(service.stdout)")
+        let getKeys: [String] = [
+            "  rpc GetEncryptionKeys(tokenet.tsp.v1.GetEncryptionKeysRequest) returns "
+                + "(tokenet.tsp.v1.GetEncryptionKeysResponse) {",
+            "    option idempotency_level = NO_SIDE_EFFECTS;",
+            "    option (tokenet.rpc.v1.allowed_roles) = \"wallet\";",
+            "    option (tokenet.rpc.v1.allowed_roles) = \"issuer\";",
+            "    option (tokenet.rpc.v1.allowed_roles) = \"operator\";",
+            "  }",
+        ]
+        #expect(service.stdout.contains(getKeys.joined(separator: "\n") + "\n"), "\(service.stdout)")
         let health = try await runTokenet(["describe", address, "tokenet.health.v1.Health"] + tls)
         #expect(!health.stdout.contains("allowed_roles"), "\(health.stdout)")
+        // A method that changes nothing says so, as its .proto does; one that changes something does not.
+        #expect(
+            health.stdout.contains(
+                "rpc Check(tokenet.health.v1.HealthCheckRequest) returns (tokenet.health.v1.HealthCheckResponse) {\n"
+                    + "    option idempotency_level = NO_SIDE_EFFECTS;\n  }\n"), "\(health.stdout)")
+        #expect(!method.stdout.contains("idempotency_level"), "\(method.stdout)")
     }
 
     @Test func describeMessageShowsJSONNames() async throws {

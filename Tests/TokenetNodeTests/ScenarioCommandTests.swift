@@ -121,6 +121,23 @@ import TokenetTransport
         #expect(result.stderr.contains("FAILED at line 8: expected OK, got DEADLINE_EXCEEDED"), "\(result.stderr)")
     }
 
+    /// `within` makes a call that changes something again only while it fails: one that ended OK had done its work,
+    /// and a repeat answered "already done", which passed a line expecting that refusal (a suspend of an ACTIVE
+    /// token passed `expect within 5s FAILED_PRECONDITION`).
+    @Test func withinDoesNotRepeatACallThatChangedSomething() async throws {
+        let result = try await Self.run(
+            """
+            call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-approve", "mode": "PUSH_MODE_SESSION"}
+            expect within 5s FAILED_PRECONDITION
+            """)
+        #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "FAILED at line 2: expected FAILED_PRECONDITION, got OK; tokenet.issuer.v1.IssuerControl/PushCard "
+                    + "changes what it acts on (its .proto does not declare it free of side effects), so within "
+                    + "makes it again only while it fails, and this call ended OK"), "\(result.stderr)")
+    }
+
     /// The sandbox's own identities written as ROLE/ID (`wallet/wallet-1`) are its certificates of the role: the run
     /// asked Tools/gen-certs for a wallet-1.pem, which it refused beside wallet.pem. Another role with such an ID is
     /// refused by `--check`.

@@ -705,7 +705,7 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__service_description__d
   (ProtobufCMessageInit) tokenet__reflection__v1__service_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_description__field_descriptors[8] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_description__field_descriptors[9] =
 {
   {
     "name",
@@ -803,12 +803,25 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_descriptio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "no_side_effects",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Reflection__V1__MethodDescription, no_side_effects),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__method_description__field_indices_by_name[] = {
   7,   /* field[7] = allowed_roles */
   4,   /* field[4] = client_streaming */
   6,   /* field[6] = comment */
   0,   /* field[0] = name */
+  8,   /* field[8] = no_side_effects */
   1,   /* field[1] = path */
   2,   /* field[2] = request_type */
   3,   /* field[3] = response_type */
@@ -817,7 +830,7 @@ static const unsigned tokenet__reflection__v1__method_description__field_indices
 static const ProtobufCIntRange tokenet__reflection__v1__method_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__method_description__descriptor =
 {
@@ -827,7 +840,7 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__method_description__de
   "Tokenet__Reflection__V1__MethodDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__MethodDescription),
-  8,
+  9,
   tokenet__reflection__v1__method_description__field_descriptors,
   tokenet__reflection__v1__method_description__field_indices_by_name,
   1,  tokenet__reflection__v1__method_description__number_ranges,

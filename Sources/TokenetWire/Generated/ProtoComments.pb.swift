@@ -157,6 +157,7 @@ extension ProtoRegistry {
         "tokenet.reflection.v1.MethodDescription.allowed_roles": "The peer roles that may call it (its tokenet.rpc.v1.allowed_roles options), in the order declared; empty when\nany authenticated peer may. Another role's call is PERMISSION_DENIED.",
         "tokenet.reflection.v1.MethodDescription.comment": "The comment written above it in its .proto file; empty when there is none.",
         "tokenet.reflection.v1.MethodDescription.name": "As declared, such as \"Check\".",
+        "tokenet.reflection.v1.MethodDescription.no_side_effects": "The .proto declares that a call changes nothing (option idempotency_level = NO_SIDE_EFFECTS): a listing or a\nlook-up, which a client may make again at will.",
         "tokenet.reflection.v1.MethodDescription.path": "As carried in CallStart.method: \"/tokenet.health.v1.Health/Check\".",
         "tokenet.reflection.v1.Reflection.DescribeSymbol": "A service, method, message or enum; NOT_FOUND for a symbol this node does not know.",
         "tokenet.reflection.v1.Reflection.ListServices": "The services this node serves, including Reflection and Health.",

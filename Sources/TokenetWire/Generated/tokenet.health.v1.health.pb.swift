@@ -104,13 +104,13 @@ extension HealthV1 {
 
         /// The current status of a service; NOT_FOUND when the node does not serve it.
         public static let check = MethodDescriptor<HealthV1.HealthCheckRequest, HealthV1.HealthCheckResponse>(
-            service: serviceName, name: "Check", kind: .unary
+            service: serviceName, name: "Check", kind: .unary, hasNoSideEffects: true
         )
 
         /// The current status, then every change, until the call ends. A service the node does not serve is reported
         /// SERVICE_UNKNOWN and the stream stays open (as gRPC's Watch does), where Check answers NOT_FOUND.
         public static let watch = MethodDescriptor<HealthV1.HealthCheckRequest, HealthV1.HealthCheckResponse>(
-            service: serviceName, name: "Watch", kind: .serverStreaming
+            service: serviceName, name: "Watch", kind: .serverStreaming, hasNoSideEffects: true
         )
 
         public static let descriptor = ServiceDescriptor(

@@ -135,7 +135,7 @@ extension IssuerV1 {
         public static let serviceName = "tokenet.issuer.v1.IssuerApp"
 
         public static let cardView = MethodDescriptor<IssuerV1.CardViewRequest, IssuerV1.CardViewResponse>(
-            service: serviceName, name: "CardView", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "CardView", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         public static let descriptor = ServiceDescriptor(

@@ -616,7 +616,7 @@ extension IssuerV1 {
 
         /// The accounts activated in the user's app.
         public static let accounts = MethodDescriptor<IssuerV1.AppAccountsRequest, IssuerV1.AppAccountsResponse>(
-            service: serviceName, name: "Accounts", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "Accounts", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// Asks the issuer backend for the user's linked accounts and activates them all in one bulk call. Only once a

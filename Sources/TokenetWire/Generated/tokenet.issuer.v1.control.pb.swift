@@ -434,7 +434,7 @@ extension IssuerV1 {
 
         /// The cards the issuer holds (masked), in pages in the order of their ids.
         public static let listCards = MethodDescriptor<IssuerV1.ListCardsRequest, IssuerV1.ListCardsResponse>(
-            service: serviceName, name: "ListCards", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "ListCards", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// Pushes one of the issuer's cards to a wallet: as an MDES push receipt (Mastercard only), or as a push session

@@ -276,7 +276,7 @@ extension IssuerV1 {
         public static let serviceName = "tokenet.issuer.v1.IssuerCallCentre"
 
         public static let outbox = MethodDescriptor<IssuerV1.OutboxRequest, IssuerV1.OutboxResponse>(
-            service: serviceName, name: "Outbox", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "Outbox", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// After verifying the cardholder on the phone: asks the TSP to activate the token.

@@ -195,6 +195,10 @@ extension ReflectionV1 {
         /// any authenticated peer may. Another role's call is PERMISSION_DENIED.
         public var allowedRoles: [String] = []
 
+        /// The .proto declares that a call changes nothing (option idempotency_level = NO_SIDE_EFFECTS): a listing or a
+        /// look-up, which a client may make again at will.
+        public var noSideEffects: Bool = false
+
         public init() {}
 
         public init(
@@ -205,7 +209,8 @@ extension ReflectionV1 {
             clientStreaming: Bool = false,
             serverStreaming: Bool = false,
             comment: String = "",
-            allowedRoles: [String] = []
+            allowedRoles: [String] = [],
+            noSideEffects: Bool = false
         ) {
             self.name = name
             self.path = path
@@ -215,6 +220,7 @@ extension ReflectionV1 {
             self.serverStreaming = serverStreaming
             self.comment = comment
             self.allowedRoles = allowedRoles
+            self.noSideEffects = noSideEffects
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -226,6 +232,7 @@ extension ReflectionV1 {
             self.serverStreaming = try reader.read(6)
             self.comment = try reader.read(7)
             self.allowedRoles = try reader.readRepeated(8)
+            self.noSideEffects = try reader.read(9)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -237,6 +244,7 @@ extension ReflectionV1 {
             try writer.write(6, serverStreaming)
             try writer.write(7, comment)
             try writer.write(8, repeated: allowedRoles)
+            try writer.write(9, noSideEffects)
         }
     }
 }
@@ -582,12 +590,12 @@ extension ReflectionV1 {
 
         /// The services this node serves, including Reflection and Health.
         public static let listServices = MethodDescriptor<ReflectionV1.ListServicesRequest, ReflectionV1.ListServicesResponse>(
-            service: serviceName, name: "ListServices", kind: .unary
+            service: serviceName, name: "ListServices", kind: .unary, hasNoSideEffects: true
         )
 
         /// A service, method, message or enum; NOT_FOUND for a symbol this node does not know.
         public static let describeSymbol = MethodDescriptor<ReflectionV1.DescribeSymbolRequest, ReflectionV1.DescribeSymbolResponse>(
-            service: serviceName, name: "DescribeSymbol", kind: .unary
+            service: serviceName, name: "DescribeSymbol", kind: .unary, hasNoSideEffects: true
         )
 
         public static let descriptor = ServiceDescriptor(

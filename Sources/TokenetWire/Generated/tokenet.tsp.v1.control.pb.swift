@@ -436,13 +436,13 @@ extension TspV1 {
 
         /// The TSP's tokens, in pages in the order they were made.
         public static let listTokens = MethodDescriptor<TspV1.ListTokensRequest, TspV1.ListTokensResponse>(
-            service: serviceName, name: "ListTokens", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "ListTokens", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// The audit trail of one token: every state change with time, actor and reason, in the order recorded, in pages
         /// (a token suspended and resumed again and again has no bound on its changes).
         public static let tokenHistory = MethodDescriptor<TspV1.TokenHistoryRequest, TspV1.TokenHistoryResponse>(
-            service: serviceName, name: "TokenHistory", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "TokenHistory", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// Makes a new card-data encryption key the current one and retires the current one, which goes on decrypting

@@ -1300,7 +1300,7 @@ extension TspV1 {
         /// digital_card_id empty then); a wallet skips ids it does not know. Refusals: INVALID_ARGUMENT (a negative
         /// page_size, a page_token this listing did not make, more than 1000 digital_card_ids).
         public static let getTokenStates = MethodDescriptor<TspV1.GetTokenStatesRequest, TspV1.GetTokenStatesResponse>(
-            service: serviceName, name: "GetTokenStates", kind: .unary, allowedRoles: ["wallet"]
+            service: serviceName, name: "GetTokenStates", kind: .unary, allowedRoles: ["wallet"], hasNoSideEffects: true
         )
 
         /// Asks the token's wallet to replenish now (an MG REPLENISHMENT push).
@@ -1332,7 +1332,7 @@ extension TspV1 {
 
         /// Simulated transactions, of every token or of one, in pages in the order they were made.
         public static let listTransactions = MethodDescriptor<TspV1.ListTransactionsRequest, TspV1.ListTransactionsResponse>(
-            service: serviceName, name: "ListTransactions", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "ListTransactions", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         public static let descriptor = ServiceDescriptor(
@@ -1362,7 +1362,7 @@ extension TspV1 {
         /// know, or another issuer's, is refused in its own FundingCard (status_code), never the whole call, and the others
         /// are answered.
         public static let getFundingCards = MethodDescriptor<TspV1.GetFundingCardsRequest, TspV1.GetFundingCardsResponse>(
-            service: serviceName, name: "GetFundingCards", kind: .unary, allowedRoles: ["issuer"]
+            service: serviceName, name: "GetFundingCards", kind: .unary, allowedRoles: ["issuer"], hasNoSideEffects: true
         )
 
         /// The tokens of the issuers the calling node registered, with their states and versions, in pages in the order the

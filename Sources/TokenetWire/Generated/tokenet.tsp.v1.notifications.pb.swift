@@ -822,7 +822,7 @@ extension TspV1 {
 
         /// The queue's figures, for operators and tests.
         public static let queueStatus = MethodDescriptor<TspV1.QueueStatusRequest, TspV1.QueueStatusResponse>(
-            service: serviceName, name: "QueueStatus", kind: .unary, allowedRoles: ["wallet", "issuer", "operator"]
+            service: serviceName, name: "QueueStatus", kind: .unary, allowedRoles: ["wallet", "issuer", "operator"], hasNoSideEffects: true
         )
 
         public static let descriptor = ServiceDescriptor(

@@ -729,7 +729,7 @@ extension TspV1 {
 
         /// The TSP's current and retired card-data encryption keys. Wallets encrypt card data to the current one.
         public static let getEncryptionKeys = MethodDescriptor<TspV1.GetEncryptionKeysRequest, TspV1.GetEncryptionKeysResponse>(
-            service: serviceName, name: "GetEncryptionKeys", kind: .unary, allowedRoles: ["wallet", "issuer", "operator"]
+            service: serviceName, name: "GetEncryptionKeys", kind: .unary, allowedRoles: ["wallet", "issuer", "operator"], hasNoSideEffects: true
         )
 
         /// Checks whether a card can be digitized into this wallet account and device, and returns the T&C.
@@ -758,7 +758,7 @@ extension TspV1 {
         /// any other token, and one that does not exist, is NOT_FOUND with the same message, so a wallet cannot learn
         /// whether another account's token exists. INVALID_ARGUMENT without digital_card_id or wallet_account_id.
         public static let getTokenIssuer = MethodDescriptor<TspV1.GetTokenIssuerRequest, TspV1.GetTokenIssuerResponse>(
-            service: serviceName, name: "GetTokenIssuer", kind: .unary, allowedRoles: ["wallet"]
+            service: serviceName, name: "GetTokenIssuer", kind: .unary, allowedRoles: ["wallet"], hasNoSideEffects: true
         )
 
         public static let descriptor = ServiceDescriptor(

@@ -498,7 +498,7 @@ extension WalletV1 {
         /// The wallet's cards: pending ones and digital cards with their token state, in pages in the order they were added
         /// (their card_ref numbers).
         public static let listCards = MethodDescriptor<WalletV1.ListWalletCardsRequest, WalletV1.ListWalletCardsResponse>(
-            service: serviceName, name: "ListCards", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "ListCards", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// Brings the wallet's cards in line with the TSP now, as the wallet does each time its notification stream opens:

@@ -386,16 +386,16 @@ extension WalletV1 {
         /// Transactions the TSP notified, of every card or of one, in pages, newest last: in the order of their time (ties
         /// in the order the wallet recorded them).
         public static let listTransactions = MethodDescriptor<WalletV1.WalletTransactionsRequest, WalletV1.WalletTransactionsResponse>(
-            service: serviceName, name: "ListTransactions", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "ListTransactions", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// Every notification the wallet received from the broker, in pages, oldest first.
         public static let inbox = MethodDescriptor<WalletV1.WalletInboxRequest, WalletV1.WalletInboxResponse>(
-            service: serviceName, name: "Inbox", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "Inbox", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         public static let paymentKeys = MethodDescriptor<WalletV1.PaymentKeysRequest, WalletV1.PaymentKeysResponse>(
-            service: serviceName, name: "PaymentKeys", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "PaymentKeys", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// Spends one limited-use key (a payment); at or below the threshold the wallet asks the TSP for a new batch.

@@ -373,7 +373,7 @@ extension WalletV1 {
 
         /// The calling issuer app's tokens and their states, in pages in the order their cards were added.
         public static let currentTokens = MethodDescriptor<WalletV1.CurrentTokensRequest, WalletV1.CurrentTokensResponse>(
-            service: serviceName, name: "CurrentTokens", kind: .unary, allowedRoles: ["issuer"]
+            service: serviceName, name: "CurrentTokens", kind: .unary, allowedRoles: ["issuer"], hasNoSideEffects: true
         )
 
         public static let descriptor = ServiceDescriptor(

@@ -24,15 +24,21 @@ public struct MethodDescriptor<Request: ProtoMessage, Response: ProtoMessage>: H
     /// The peer roles the `.proto` allows to call the method (`tokenet.rpc.v1.allowed_roles`); empty for any
     /// authenticated peer.
     public let allowedRoles: [String]
+    /// The `.proto` declares that a call changes nothing (`option idempotency_level = NO_SIDE_EFFECTS`): a listing
+    /// or a look-up, which a caller may make again at will (a scenario's `expect within` does).
+    public let hasNoSideEffects: Bool
     /// The path carried in `CallStart.method`: `/tokenet.health.v1.Health/Check`. Stored, because every call
     /// sends it and building it would allocate a string per call.
     public let path: String
 
-    public init(service: String, name: String, kind: RPCKind, allowedRoles: [String] = []) {
+    public init(
+        service: String, name: String, kind: RPCKind, allowedRoles: [String] = [], hasNoSideEffects: Bool = false
+    ) {
         self.service = service
         self.name = name
         self.kind = kind
         self.allowedRoles = allowedRoles
+        self.hasNoSideEffects = hasNoSideEffects
         path = "/\(service)/\(name)"
     }
 
@@ -43,6 +49,7 @@ public struct MethodDescriptor<Request: ProtoMessage, Response: ProtoMessage>: H
             name: name,
             kind: kind,
             allowedRoles: allowedRoles,
+            hasNoSideEffects: hasNoSideEffects,
             request: Request.self,
             response: Response.self
         )
@@ -55,6 +62,7 @@ public struct AnyMethodDescriptor: Sendable {
     public let name: String
     public let kind: RPCKind
     public let allowedRoles: [String]
+    public let hasNoSideEffects: Bool
     public let request: any ProtoMessage.Type
     public let response: any ProtoMessage.Type
 

@@ -1021,6 +1021,7 @@ extension ReflectionV1.MethodDescription {
         base.serverStreaming = true
         base.comment = "comment-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.allowedRoles = ["allowed_roles-8 \u{e9}\u{1F4B3} \"q\" \\ \n", "allowed_roles-9 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.noSideEffects = true
         return [base]
     }
 }

@@ -167,10 +167,15 @@ struct  Tokenet__Reflection__V1__MethodDescription
    */
   size_t n_allowed_roles;
   char **allowed_roles;
+  /*
+   * The .proto declares that a call changes nothing (option idempotency_level = NO_SIDE_EFFECTS): a listing or a
+   * look-up, which a client may make again at will.
+   */
+  protobuf_c_boolean no_side_effects;
 };
 #define TOKENET__REFLECTION__V1__METHOD_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__method_description__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, 0,NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0 }
 
 
 struct  Tokenet__Reflection__V1__MessageDescription
