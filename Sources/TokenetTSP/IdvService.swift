@@ -50,7 +50,9 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                             retry: "select the method again",
                             ifLost: "enter it if it arrives; if none does, ask for a resend")
                         // Until this is recorded the code counts as under way (`keepUnconfirmedOTPCodes`).
-                        try? tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
+                        recording("that the code was delivered", token, log) {
+                            try tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
+                        }
                     } catch let failure as DeliveryFailure {
                         settle(failure, code: code, previous: previous, token: token, log: log)
                         throw failure.error
@@ -144,19 +146,30 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             let code = OTPCode.generate()
             let (action, sentBy) = try await tsp.otpTurns.one(token.digitalCardID, cancelled: Self.cancelledWaiting) {
                 () async throws -> (OTPStateMachine.DeliveryAction, CardV1.IdvMethod?) in
+                // Read before the new code is stored: a read that failed after it left a code stored as under way,
+                // a resend used and nothing sent.
+                let methods = try tsp.store.idvMethods(of: token.digitalCardID)
                 let (action, previous) = try tsp.store.resendOTP(
                     digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
                     cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay, nowMs: tsp.nowMs)
                 guard case .deliver(let methodID, let expiresAtMs) = action else { return (action, nil) }
-                guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
-                else { throw TSPError(.internal, "the method of a sent code disappeared") }
+                guard let method = methods.first(where: { $0.id == methodID }) else {
+                    recording("that the code was not delivered", token, log) {
+                        try tsp.store.otpDeliveryFailed(
+                            digitalCardID: token.digitalCardID, code: code, previous: previous,
+                            policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
+                    }
+                    throw TSPError(.internal, "the method of the code out is not among the token's; no code was sent")
+                }
                 var sentBy = method
                 do {
                     sentBy.maskedValue = try await deliver(
                         code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend",
                         ifLost: "enter it if it arrives, or the code sent before, which stays valid too; if neither "
                             + "arrives, ask for a resend again")
-                    try? tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
+                    recording("that the code was delivered", token, log) {
+                        try tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
+                    }
                 } catch let failure as DeliveryFailure {
                     settle(failure, code: code, previous: previous, token: token, log: log)
                     throw failure.error
@@ -233,14 +246,31 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         log: Logger
     ) {
         if failure.uncertain {
-            try? tsp.store.otpDeliveryUncertain(digitalCardID: token.digitalCardID, code: code)
+            recording("that the code may have been delivered", token, log) {
+                try tsp.store.otpDeliveryUncertain(digitalCardID: token.digitalCardID, code: code)
+            }
             log.warning(
                 "one-time code may have been sent: the issuer's answer was lost; it stays valid",
                 ["digital_card_id": token.digitalCardID, "error": failure.error.message])
         } else {
-            try? tsp.store.otpDeliveryFailed(
-                digitalCardID: token.digitalCardID, code: code, previous: previous,
-                policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
+            recording("that the code was not delivered", token, log) {
+                try tsp.store.otpDeliveryFailed(
+                    digitalCardID: token.digitalCardID, code: code, previous: previous,
+                    policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
+            }
+        }
+    }
+
+    /// Records how a delivery went. A failure is logged with its cause and what it leaves: the code stays marked as
+    /// under way until the node restarts (`keepUnconfirmedOTPCodes`), and a select meanwhile answers that a code is
+    /// out. It was dropped without a word.
+    private func recording(_ what: String, _ token: TokenRecord, _ log: Logger, _ body: () throws -> Void) {
+        do {
+            try body()
+        } catch {
+            log.warning(
+                "could not record \(what); the code counts as under way until the TSP restarts",
+                ["digital_card_id": token.digitalCardID, "error": "\(error)"])
         }
     }
 

@@ -115,6 +115,18 @@ extension TSPStore {
     ) throws -> Journaled<Void> {
         try journaling(
             { tx in
+                // Checked again where it is stored: a suspend or delete committed since the service looked would
+                // otherwise leave an approved payment on a token that cannot pay.
+                guard
+                    let row = try tx.queryOne(
+                        "SELECT state FROM tokens WHERE digital_card_id = ?", [transaction.digitalCardID])
+                else { throw TSPError.unknownToken(transaction.digitalCardID) }
+                let state = try row.text(0)
+                guard state == TokenLifecycleStateMachine.State.active.rawValue else {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "token \"\(transaction.digitalCardID)\" is \(state); only an ACTIVE token can pay")
+                }
                 _ = try tx.execute(
                     """
                     INSERT INTO transactions (id, digital_card_id, amount_minor, currency, merchant, approved, at_ms,

@@ -27,6 +27,27 @@ import TokenetWire
         return (tsp, tokens, made)
     }
 
+    /// A payment is stored only while its token is ACTIVE, checked where it is stored: a suspend committed after the
+    /// service looked left an approved payment on a token that could not pay.
+    @Test func aPaymentIsNotStoredForATokenSuspendedSinceItWasChecked() async throws {
+        let tsp = try TSPHarness.make()
+        let token = try #require(try await tsp.activeTokens(1).first)
+        _ = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1).changeTokenState(
+            .init(digitalCardID: token, action: .suspend, reasonCode: "FRAUD_SUSPECTED"))
+        let store = try TSPStore.open(
+            path: tsp.directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
+        let payment = TspV1.TspTransaction(
+            transactionID: "txn-late", digitalCardID: token, amountMinor: 100, currency: "USD", merchant: "Shop",
+            atMs: 1, approved: true)
+        #expect {
+            _ = try store.insertTransaction(payment, authnExpiresAtMs: nil)
+        } throws: { error in
+            (error as? TSPError)?.code == .failedPrecondition
+                && (error as? TSPError)?.message.contains("only an ACTIVE token can pay") == true
+        }
+        #expect(try store.database.query("SELECT id FROM transactions").isEmpty)
+    }
+
     func walk(_ tsp: TSPHarness, _ request: TspV1.ListTransactionsRequest) async throws
         -> (ids: [String], pages: Int)
     {
