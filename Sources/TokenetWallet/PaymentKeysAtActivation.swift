@@ -53,7 +53,8 @@ struct PaymentKeysAtActivation: Sendable {
                     // No longer ACTIVE at the TSP (a suspend or delete this wallet has not heard of yet, its message
                     // on its way): no keys are due, and the card's state catches up with the message.
                     logger.info(
-                        "payment keys not issued: the token is no longer ACTIVE at the TSP",
+                        "payment keys not issued: the TSP refused them, as it does for a token no longer ACTIVE; its "
+                            + "reason follows",
                         ["card_ref": card.cardRef, "error": "\(error)"])
                 } catch {
                     // Said once at warning level; the retries are the same story.
@@ -100,7 +101,8 @@ struct PaymentKeysAtActivation: Sendable {
         } catch  where error.code == .failedPrecondition {
             // Deleted or suspended since it was activated (a delete racing the activation): no keys are due.
             logger.info(
-                "payment keys not issued at activation: the token is no longer ACTIVE",
+                "payment keys not issued at activation: the TSP refused them, as it does for a token no longer ACTIVE; "
+                    + "its reason follows",
                 ["digital_card_id": event.digitalCardID, "error": "\(error)"])
         } catch  where Task.isCancelled {
             logger.info(Self.stoppedWaiting, ["digital_card_id": event.digitalCardID])

@@ -61,7 +61,8 @@ public final class WalletNotificationHandler: NotificationHandler {
                 // ACTIVE tokens only, and nothing is wrong. Logged at error, it was the one error line of a normal
                 // run (a push racing a delete).
                 logger.info(
-                    "payment keys not fetched: the token is no longer ACTIVE",
+                    "payment keys not fetched: the TSP refused them, as it does for a token no longer ACTIVE; its "
+                        + "reason follows",
                     [
                         "message_id": notification.messageID, "digital_card_id": notification.cardID,
                         "error": String(describing: error),
@@ -105,7 +106,19 @@ public final class WalletNotificationHandler: NotificationHandler {
                 // since the look above is returned instead, and updated here.
                 return logger.info("card state for a card not recorded yet; kept until its digitization is", fields)
             }
-            try updates.apply(body.tokenState, version: body.stateVersion, to: card)
+            let stored = try updates.apply(body.tokenState, version: body.stateVersion, to: card)
+            guard stored.result?.tokenState == body.tokenState else {
+                // A state older than the one recorded (a message delivered again after a later change): kept out.
+                return logger.info(
+                    "token state not changed: the message is older than the state recorded",
+                    [
+                        "message_id": notification.messageID, "digital_card_id": notification.cardID,
+                        "held": stored.result?.tokenState.protoValueName ?? "?",
+                        "held_version": "\(stored.result?.stateVersion ?? 0)",
+                        "message_state": body.tokenState.protoValueName ?? "?",
+                        "message_version": "\(body.stateVersion)",
+                    ])
+            }
             logger.info("token state updated from the TSP", fields)
         case .transaction(let body)?:
             try store.record(

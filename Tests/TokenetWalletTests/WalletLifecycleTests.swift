@@ -120,6 +120,11 @@ import TokenetWire
         try await wallet.notifications.handle(Self.cardState(.active, version: 2))
         let stored = try wallet.store.card(ref: "card-1").result
         #expect(stored?.tokenState == .suspended && stored?.stateVersion == 3)
+        // Said as it is: the log read "token state updated from the TSP".
+        #expect(
+            wallet.logs.lines.contains { $0.contains("token state not changed: the message is older than the state") },
+            "\(wallet.logs.lines)")
+        #expect(!wallet.logs.lines.contains { $0.contains("token state updated from the TSP") })
         _ = wallet.events.publish(WalletEventHubTests.event("marker"))
         #expect(await events.next()?.digitalCardID == "marker")
     }
