@@ -88,10 +88,17 @@ enum CallCommand {
         // the method starts, whatever the service's case: the node answers for a name it does not serve.
         guard name[separator] == "/" || name[..<separator].split(separator: ".").last?.first?.isUppercase == true
         else {
+            // A method of a service whose name was typed in lower case reads as a service too: the slash form says
+            // which is which, and reaches the node, which suggests the name it serves.
+            let method = name[name.index(after: separator)...]
+            let slashForm =
+                method.first?.isUppercase == true && name[..<separator].contains(".")
+                ? "; if \(method) is the method, write \(name[..<separator])/\(method)" : ""
             throw CLIError(
                 .usage,
-                "call: '\(maskPAN(text))' names no method (a service?); the method must be package.Service/Method, "
-                    + "such as tokenet.health.v1.Health/Check")
+                maskPAN(
+                    "call: '\(text)' names no method (a service?); the method must be package.Service/Method, "
+                        + "such as tokenet.health.v1.Health/Check\(slashForm)"))
         }
         return "/\(name[..<separator])/\(name[name.index(after: separator)...])"
     }

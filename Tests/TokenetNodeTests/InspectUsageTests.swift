@@ -137,6 +137,24 @@ import TokenetTransport
             ["wallet", "cards", address, "--plaintext=false"], "wallet cards: --plaintext takes no value")
     }
 
+    /// A short switch given a value is refused as taking none: `-v=1` was "unknown option '-v=1'".
+    @Test func aShortSwitchTakesNoValue() throws {
+        try expectUsageError(["call", address, "tokenet.health.v1.Health/Check", "-v=1"], "call: -v takes no value")
+    }
+
+    /// A method of a service typed in lower case, in the dot form, reads as a service: the refusal gives the slash
+    /// form, which reaches the node and its suggestion.
+    @Test func aMethodOfALowerCaseServiceIsToldTheSlashForm() throws {
+        try expectUsageError(
+            ["call", address, "tokenet.health.v1.health.Check", "--plaintext"],
+            "names no method (a service?); the method must be package.Service/Method, such as "
+                + "tokenet.health.v1.Health/Check; if Check is the method, write tokenet.health.v1.health/Check")
+        try expectUsageError(
+            ["call", address, "tokenet.health.v1.Health", "--plaintext"],
+            "names no method (a service?); the method must be package.Service/Method, such as "
+                + "tokenet.health.v1.Health/Check; if Health is the method, write tokenet.health.v1/Health")
+    }
+
     /// `--help=1` was "unknown option '--help'", as if the command had no help.
     @Test func helpTakesNoValue() throws {
         try expectUsageError(["wallet", "cards", address, "--help=1"], "wallet cards: --help takes no value")
