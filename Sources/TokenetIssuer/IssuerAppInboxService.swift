@@ -143,7 +143,8 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         } catch {
             throw RPCError(
                 error.signInStatus,
-                "the cardholder could not be signed in, so the payment is not authenticated: \(error.message)")
+                "the cardholder could not be signed in, so the payment is not authenticated: "
+                    + error.shownInSignIn)
         }
     }
 

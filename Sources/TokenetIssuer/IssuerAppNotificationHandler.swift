@@ -115,8 +115,17 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
             return
         case .resynchroniseCardIDs(let digitalCardID, _):
             // A renewal's message that came after its token's delete keeps no card id (the store kept none).
-            if let store, try store.isDeleted(digitalCardID) {
-                inbox.withLock { $0.forgetCardIdentities(of: [digitalCardID]) }
+            // The message is kept already, so a failure here is not thrown (its redelivery would be dropped as kept
+            // before): it is said, and the start's own check (`dropCardIDsOfDeletedTokens`) repairs the listing.
+            do {
+                if let store, try store.isDeleted(digitalCardID) {
+                    inbox.withLock { $0.forgetCardIdentities(of: [digitalCardID]) }
+                }
+            } catch {
+                logger.warning(
+                    "issuer app: could not check whether a renewed token was deleted; its card ids may show in the "
+                        + "app's listing until the node restarts",
+                    ["message_id": notification.messageID, "digital_card_id": digitalCardID, "error": "\(error)"])
             }
             what = "card ids resynchronised after a renewal"
         case .showMessage:

@@ -183,8 +183,11 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         do {
             accessToken = try await login.accessToken(forUser: session.cardholderID, pin: request.pin)
         } catch {
-            log.info("cardholder sign-in failed", ["session": session.id, "reason": error.message])
-            throw RPCError(error.signInStatus, "the cardholder could not be signed in: \(error.message)")
+            // In the words of its status, which carry the advice for the issuer's own failures (a database another
+            // process locked: "try again once it lets go"), as a login says them.
+            let reason = error.shownInSignIn
+            log.info("cardholder sign-in failed", ["session": session.id, "reason": reason])
+            throw RPCError(error.signInStatus, "the cardholder could not be signed in: \(reason)")
         }
         guard let caller = tsp.caller else {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")

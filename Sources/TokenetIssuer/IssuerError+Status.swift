@@ -44,6 +44,13 @@ extension IssuerError: RPCErrorConvertible {
         }
     }
 
+    /// A failed sign-in's message as a flow signing the cardholder in passes it on: a storage failure in the words of
+    /// its status, which say what to do (a database another process locked: "try again once it lets go"), as a
+    /// login says them; it said only "cannot advance the app's counters".
+    var shownInSignIn: String {
+        code == .storage ? rpcError.message : message
+    }
+
     /// The status of a failed sign-in (`CardholderLogin`) that a flow signing the cardholder in passes on: a locked
     /// app stays RESOURCE_EXHAUSTED, a value that is no PIN INVALID_ARGUMENT, a cardholder without the app NOT_FOUND
     /// and a TSP that cannot be reached UNAVAILABLE, as `login` answers them, so a script tells "locked" from

@@ -62,8 +62,17 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ database: Database) throws -> [Migration] {
         var applied: [Migration] = []
-        while let migration = try database.transaction({ try applyNext($0) }) {
-            applied.append(migration)
+        do {
+            while let migration = try database.transaction({ try applyNext($0) }) {
+                applied.append(migration)
+            }
+        } catch let error as StorageError where error.isBusy {
+            // At a node's start: SQLite's words alone ("database is locked") said nothing of who or what to do.
+            throw StorageError(
+                .busy,
+                "\(error.message): another process holds a write lock on the database (an sqlite3 shell, a backup, a "
+                    + "second node on the same data directory); start the node again once it lets go",
+                sql: error.sql, extendedResultCode: error.extendedResultCode, cause: error)
         }
         try checkTables(of: database)
         return applied

@@ -1,3 +1,4 @@
+import Foundation
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -77,13 +78,21 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.method = sentBy ?? method
                     response.codeExpiresAtMs = expiresAtMs
                     response.triesLeft = UInt32(attemptsLeft)
+                    // A cardholder who asked for another method is told when it can be picked: every select of it
+                    // answered that the first method's code was out, and every resend went by that method again.
+                    let other =
+                        method.id == methodID
+                        ? ""
+                        : "; method \(method.id) can be picked once that code expires ("
+                            + Date(timeIntervalSince1970: Double(expiresAtMs) / 1000).formatted(.iso8601)
+                            + ") or its tries run out"
                     response.instructions =
                         "a code was already sent"
                         + (sentBy.map { " to \($0.maskedValue)" } ?? "") + " (method \(methodID)) and is still "
                         + "valid; "
                         + (resendsLeft > 0
                             ? "enter it, or ask for a resend"
-                            : "enter it (no more codes can be sent for this token)")
+                            : "enter it (no more codes can be sent for this token)") + other
                 case .refused(let refusal):
                     throw TSPError(.failedPrecondition, refusal.description + Self.otherWays(refusal, methods))
                 }

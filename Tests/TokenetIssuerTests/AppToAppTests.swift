@@ -4,6 +4,7 @@ import Testing
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetTransport
 import TokenetWire
 
@@ -13,6 +14,10 @@ import TokenetWire
 struct FakeLogin: CardholderLogin {
     func accessToken(forUser userID: String, pin: String) async throws(IssuerError) -> String {
         guard pin != "9999" else { throw IssuerError(.locked, "the app is locked after 5 wrong PINs") }
+        guard pin != "5555" else {
+            throw IssuerError(
+                .storage, "cannot advance the app's counters", cause: StorageError(.busy, "database is locked"))
+        }
         guard pin == "2468" else { throw IssuerError(.keys, "wrong PIN for \(userID)") }
         return "at-\(userID)"
     }
@@ -284,6 +289,16 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
             _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "9999"))
         }
         #expect(locked?.code == .resourceExhausted && locked?.message.contains("locked") == true)
+        // A database another process holds is said with what to do, as a login says it: it said only "cannot
+        // advance the app's counters".
+        let busy = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "5555"))
+        }
+        #expect(busy?.code == .unavailable, "\(String(describing: busy))")
+        #expect(
+            busy?.message.contains(
+                "could not be signed in: cannot advance the app's counters: the issuer's database was locked by "
+                    + "another connection for too long") == true, "\(String(describing: busy))")
         let denied = try await person.authorize(.init(sessionID: opened.sessionID, deny: true))
         #expect(denied.result == .failure && denied.reason == "the cardholder declined in the issuer app")
         #expect(tsp.inApp.withLock { $0.isEmpty })

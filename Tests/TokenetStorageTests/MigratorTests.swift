@@ -16,6 +16,34 @@ import Testing
             version: 5, name: "card status", sql: "ALTER TABLE cards ADD COLUMN status TEXT NOT NULL DEFAULT 'active';"),
     ]
 
+    /// A database another process holds a write lock on, at a node's start, is said so with what to do: SQLite's
+    /// "database is locked" was all a node's start said.
+    @Test func aDatabaseLockedAtStartIsSaidSo() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("node.sqlite")
+        let other = try Database.open(path: path)
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            try? other.transaction { _ in
+                locked.signal()
+                release.wait()
+            }
+        }.start()
+        locked.wait()
+        defer { release.signal() }
+        let database = try Database.open(path: path, options: .init(busyTimeout: .milliseconds(50)))
+        #expect {
+            try Migrator(Self.migrations).migrate(database)
+        } throws: { error in
+            let error = error as? StorageError
+            return error?.code == .busy
+                && error?.message.hasSuffix(
+                    ": another process holds a write lock on the database (an sqlite3 shell, a backup, a second node "
+                        + "on the same data directory); start the node again once it lets go") == true
+        }
+    }
+
     @Test func migrationsApplyOnceInOrderAndAreRecorded() throws {
         let database = try Database.openInMemory()
         let migrator = try Migrator(Self.migrations)

@@ -191,6 +191,14 @@ import TokenetWire
         // The code out went by SMS, and the answer says so rather than naming the email address asked now.
         #expect(again.method?.id == "otp-sms" && again.method?.type == .otpSms, "\(String(describing: again.method))")
         #expect(again.instructions.contains("sent to ***-***-1234 (method otp-sms)"), "\(again.instructions)")
+        // And when the method asked can be picked.
+        let expiry = Date(timeIntervalSince1970: Double(first.codeExpiresAtMs) / 1000).formatted(.iso8601)
+        #expect(
+            again.instructions.hasSuffix(
+                "; method otp-email can be picked once that code expires (\(expiry)) or its tries run out"),
+            "\(again.instructions)")
+        let same = try await select(tsp, card)
+        #expect(!same.instructions.contains("can be picked"), "\(same.instructions)")
         #expect(tsp.otp.sent.count == 1)
         #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
     }
