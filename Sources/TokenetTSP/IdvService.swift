@@ -115,6 +115,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             let token = try requireToken(request.digitalCardID, context)
             guard !request.code.isEmpty else { throw TSPError(.invalidArgument, "code is required") }
             let result = try await tsp.stateChanges.run {
+                try await tsp.expireAbandonedStepUpsInTurn(traceID: context.traceID, log: log)
                 let before = try tsp.store.token(token.digitalCardID) ?? token
                 // The wallet hears of the activation through the broker too: an answer lost on the way (a wallet
                 // that crashed, a connection cut) would otherwise leave its card INACTIVE for good, since asking
@@ -345,6 +346,7 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
             let reason =
                 request.reason.isEmpty ? "issuer call centre verified the cardholder" : maskPAN(request.reason)
             let change = try await tsp.stateChanges.run {
+                try await tsp.expireAbandonedStepUpsInTurn(traceID: context.traceID, log: log)
                 // Read again in turn: an activation that ran meanwhile has made this one a repeat, which changes
                 // nothing and notifies no one.
                 let before = try tsp.store.token(token.digitalCardID) ?? token

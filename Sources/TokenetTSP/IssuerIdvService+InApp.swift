@@ -34,6 +34,7 @@ extension IssuerIdvService {
             }
             try Self.requireOwnership(claims, of: token, verifier: verifier)
             let change = try await tsp.stateChanges.run {
+                try await tsp.expireAbandonedStepUpsInTurn(traceID: context.traceID, log: log)
                 // Read again in turn, as `activateToken` does: a repeat changes nothing and notifies no one.
                 let before = try tsp.store.token(token.digitalCardID) ?? token
                 // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.

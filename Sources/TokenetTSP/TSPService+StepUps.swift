@@ -9,29 +9,35 @@ extension TSPService {
     /// activation and its expiry are told in order. A digitization still asking the issuer (whose deadline may be
     /// set longer than the window) is never taken for one left pending.
     func expireAbandonedStepUps(traceID: String, log: Logger) async throws {
+        guard nowMs > configuration.stepUpValidity.milliseconds else { return }
+        try await stateChanges.run { try await expireAbandonedStepUpsInTurn(traceID: traceID, log: log) }
+    }
+
+    /// `expireAbandonedStepUps` for a caller already in the state-change gate: an activation runs it again in the
+    /// turn it activates in, or a token whose window ended while it waited for that turn (behind other changes) was
+    /// activated late.
+    func expireAbandonedStepUpsInTurn(traceID: String, log: Logger) async throws {
         let validityMs = configuration.stepUpValidity.milliseconds
         let now = nowMs
         guard now > validityMs else { return }
-        try await stateChanges.run {
-            let asking = configuration.issuerDeadline.milliseconds
-            let expired = try store.expireStepUps(
-                decidedAtOrBeforeMs: now - validityMs, window: "\(validityMs / 1000) s", traceID: traceID,
-                nowMs: now, pendingMadeAtOrBeforeMs: now > asking ? min(now - validityMs, now - asking) : 0)
-            for change in expired.value.stepUps {
-                log.info(
-                    "abandoned step-up token deactivated",
-                    ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
-            }
-            for expiry in expired.value.digitizations {
-                log.info(
-                    "digitization left pending ended; its token deactivated",
-                    [
-                        "digital_card_id": expiry.change.after.digitalCardID, "last4": expiry.change.after.panLast4,
-                        "request_id": expiry.requestID,
-                    ])
-            }
-            await published(expired, log: log)
+        let asking = configuration.issuerDeadline.milliseconds
+        let expired = try store.expireStepUps(
+            decidedAtOrBeforeMs: now - validityMs, window: "\(validityMs / 1000) s", traceID: traceID,
+            nowMs: now, pendingMadeAtOrBeforeMs: now > asking ? min(now - validityMs, now - asking) : 0)
+        for change in expired.value.stepUps {
+            log.info(
+                "abandoned step-up token deactivated",
+                ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
         }
+        for expiry in expired.value.digitizations {
+            log.info(
+                "digitization left pending ended; its token deactivated",
+                [
+                    "digital_card_id": expiry.change.after.digitalCardID, "last4": expiry.change.after.panLast4,
+                    "request_id": expiry.requestID,
+                ])
+        }
+        await published(expired, log: log)
     }
 
     /// Tells the parties of tokens a new digitization of their card replaced (CARD_STATE DEACTIVATED, REPLACED,
