@@ -54,7 +54,6 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                 throw TSPError(
                     .invalidArgument, "encryption_public_key_pem cannot be used: \(TSPError.describe(error))")
             }
-            let existing = try tsp.store.issuers()
             let nodeID = context.peer?.nodeID
             // Another instance of this certificate runs (it holds the notification stream): a second node started
             // by mistake with it replaced the running node's key and BIN ranges, whose cards then failed.
@@ -78,52 +77,17 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                         + "ranges; give each node its own identity (Tools/gen-certs), or stop the other. A node moved to "
                         + "a new data directory gets in once the TSP finds the old node's connection gone")
             }
-            if let previous = existing.first(where: { $0.id == request.issuerID }),
-                let owner = previous.peerNodeID, owner != nodeID
-            {
-                throw TSPError(
-                    .permissionDenied, "issuer \"\(request.issuerID)\" is registered by another node (\(owner))")
-            }
-            // Soon after this TSP started, the instance that registered the issuer keeps it against another one
-            // (the table of streams above starts empty): the running node reconnects within its keepalive.
-            // (An instance that holds the stream now is the running node, whoever registered last.)
-            if let previous = existing.first(where: { $0.id == request.issuerID }), previous.peerNodeID == nodeID,
-                !previous.instanceID.isEmpty, !request.instanceID.isEmpty, previous.instanceID != request.instanceID,
-                stream != .open(replacing: true, sameInstance: true),
-                ContinuousClock.now - startedAt < registrationGrace
-            {
-                throw TSPError(
-                    .alreadyExists,
-                    "issuer \"\(request.issuerID)\" was registered by another node on this certificate (instance "
-                        + "\(previous.instanceID)), which this TSP, started \(DurationText.describe(ContinuousClock.now - startedAt)) "
-                        + "ago, waits up to \(DurationText.describe(registrationGrace)) for; two nodes may share this "
-                        + "certificate: give each node its own identity (Tools/gen-certs), or stop the other")
-            }
-            // A node speaks for one issuer: its enrolments and card calls are filed under the issuer it registered
-            // (`callingIssuer`), which a second issuer id would make a guess.
-            if let nodeID, let other = existing.first(where: { $0.peerNodeID == nodeID && $0.id != request.issuerID }) {
-                throw TSPError(
-                    .failedPrecondition,
-                    "node \"\(nodeID)\" already registered issuer \"\(other.id)\"; a node speaks for one issuer: keep "
-                        + "the issuer id \"\(other.id)\", or run an issuer node with a certificate of its own for "
-                        + "\"\(request.issuerID)\"")
-            }
-            for other in existing where other.id != request.issuerID {
-                for clash in ranges {
-                    guard let theirs = other.binRanges.first(where: { $0.overlaps(clash) }) else { continue }
-                    // "to", not a dash: two BIN prefixes joined by a dash read as a card number, and the answer came
-                    // back masked, naming neither range.
-                    throw TSPError(
-                        .failedPrecondition,
-                        "BIN range \(clash.low) to \(clash.high) overlaps issuer \"\(other.id)\"'s range \(theirs.low) to "
-                            + "\(theirs.high)")
-                }
+            // Judged against the issuers registered in the transaction that stores this one (`upsertIssuer`).
+            let check = { (existing: [IssuerRecord]) throws(TSPError) in
+                try self.check(
+                    request, ranges: ranges, nodeID: nodeID, stream: stream, existing: existing,
+                    startedFor: ContinuousClock.now - startedAt)
             }
             try tsp.store.upsertIssuer(
                 IssuerRecord(
                     id: request.issuerID, name: request.displayName, binRanges: ranges,
                     encryptionKeyPEM: try key.pem(), peerNodeID: nodeID, instanceID: request.instanceID),
-                nowMs: tsp.nowMs)
+                nowMs: tsp.nowMs, check: check)
             log.info("issuer registered", ["issuer": request.issuerID, "ranges": "\(ranges.count)"])
             if !tsp.issuers.hasAddress(for: request.issuerID) {
                 log.warning(
@@ -133,6 +97,56 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             let current = tsp.keyring.current
             return TspV1.RegisterIssuerResponse(
                 tspPublicKeyIdentifier: current.kid, tspPublicKeyPem: try current.publicKey.pem())
+        }
+    }
+
+    /// Whether `request` may be registered beside the issuers `existing` (read in the transaction that stores it):
+    /// the issuer id is the calling node's or new, this node registers no other issuer, no range overlaps another
+    /// issuer's, and (soon after a start) another instance of this certificate does not hold the issuer.
+    private func check(
+        _ request: TspV1.RegisterIssuerRequest, ranges: [IssuerBINRange], nodeID: String?,
+        stream: SubscriberInstances.Decision?, existing: [IssuerRecord], startedFor: Duration
+    ) throws(TSPError) {
+        if let previous = existing.first(where: { $0.id == request.issuerID }),
+            let owner = previous.peerNodeID, owner != nodeID
+        {
+            throw TSPError(
+                .permissionDenied, "issuer \"\(request.issuerID)\" is registered by another node (\(owner))")
+        }
+        // Soon after this TSP started, the instance that registered the issuer keeps it against another one
+        // (the table of streams above starts empty): the running node reconnects within its keepalive.
+        // (An instance that holds the stream now is the running node, whoever registered last.)
+        if let previous = existing.first(where: { $0.id == request.issuerID }), previous.peerNodeID == nodeID,
+            !previous.instanceID.isEmpty, !request.instanceID.isEmpty, previous.instanceID != request.instanceID,
+            stream != .open(replacing: true, sameInstance: true),
+            startedFor < registrationGrace
+        {
+            throw TSPError(
+                .alreadyExists,
+                "issuer \"\(request.issuerID)\" was registered by another node on this certificate (instance "
+                    + "\(previous.instanceID)), which this TSP, started \(DurationText.describe(startedFor)) "
+                    + "ago, waits up to \(DurationText.describe(registrationGrace)) for; two nodes may share this "
+                    + "certificate: give each node its own identity (Tools/gen-certs), or stop the other")
+        }
+        // A node speaks for one issuer: its enrolments and card calls are filed under the issuer it registered
+        // (`callingIssuer`), which a second issuer id would make a guess.
+        if let nodeID, let other = existing.first(where: { $0.peerNodeID == nodeID && $0.id != request.issuerID }) {
+            throw TSPError(
+                .failedPrecondition,
+                "node \"\(nodeID)\" already registered issuer \"\(other.id)\"; a node speaks for one issuer: keep "
+                    + "the issuer id \"\(other.id)\", or run an issuer node with a certificate of its own for "
+                    + "\"\(request.issuerID)\"")
+        }
+        for other in existing where other.id != request.issuerID {
+            for clash in ranges {
+                guard let theirs = other.binRanges.first(where: { $0.overlaps(clash) }) else { continue }
+                // "to", not a dash: two BIN prefixes joined by a dash read as a card number, and the answer came
+                // back masked, naming neither range.
+                throw TSPError(
+                    .failedPrecondition,
+                    "BIN range \(clash.low) to \(clash.high) overlaps issuer \"\(other.id)\"'s range \(theirs.low) to "
+                        + "\(theirs.high)")
+            }
         }
     }
 

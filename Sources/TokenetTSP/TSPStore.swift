@@ -84,8 +84,14 @@ final class TSPStore: Sendable {
 
     // MARK: Issuers
 
-    func upsertIssuer(_ issuer: IssuerRecord, nowMs: UInt64) throws {
+    /// Stores a registration. `check` judges it against the issuers registered, read in the same transaction: two
+    /// registrations at once each checked the list as it was before either, and both were stored (two issuers
+    /// owning one BIN range, or an issuer id taken from the node that registered it first).
+    func upsertIssuer(
+        _ issuer: IssuerRecord, nowMs: UInt64, check: ([IssuerRecord]) throws(TSPError) -> Void = { _ in }
+    ) throws {
         try database.transaction { tx in
+            try check(try Self.issuers(tx))
             _ = try tx.execute(
                 """
                 INSERT INTO issuers (id, name, encryption_key_pem, peer_node_id, updated_at_ms, instance_id)
@@ -105,9 +111,17 @@ final class TSPStore: Sendable {
     }
 
     func issuers() throws -> [IssuerRecord] {
-        let rows = try database.query(
-            "SELECT id, name, encryption_key_pem, peer_node_id, instance_id FROM issuers ORDER BY id")
-        let ranges = try database.query("SELECT issuer_id, low, high FROM issuer_bin_ranges ORDER BY rowid")
+        try Self.issuers { try database.query($0) }
+    }
+
+    /// The issuers registered, as `tx` sees them.
+    static func issuers(_ tx: Transaction) throws -> [IssuerRecord] {
+        try issuers { try tx.query($0) }
+    }
+
+    private static func issuers(query: (String) throws -> [Row]) throws -> [IssuerRecord] {
+        let rows = try query("SELECT id, name, encryption_key_pem, peer_node_id, instance_id FROM issuers ORDER BY id")
+        let ranges = try query("SELECT issuer_id, low, high FROM issuer_bin_ranges ORDER BY rowid")
         var byIssuer: [String: [IssuerBINRange]] = [:]
         for row in ranges {
             byIssuer[try row.text(0), default: []].append(try IssuerBINRange(low: row.text(1), high: row.text(2)))
