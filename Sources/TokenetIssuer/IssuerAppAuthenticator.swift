@@ -426,7 +426,8 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         } catch {
             throw IssuerError(
                 .unavailable,
-                "the removal was cancelled while an activation or login of \(userID) was under way; nothing changed")
+                "the removal was cancelled while another activation or removal of \(userID)'s accounts was under "
+                    + "way; nothing changed")
         }
     }
 

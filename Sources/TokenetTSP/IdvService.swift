@@ -78,14 +78,14 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.method = sentBy ?? method
                     response.codeExpiresAtMs = expiresAtMs
                     response.triesLeft = UInt32(attemptsLeft)
-                    // A cardholder who asked for another method is told when it can be picked: every select of it
-                    // answered that the first method's code was out, and every resend went by that method again.
+                    // A cardholder who asked for another method is told when it can be picked (once the code out
+                    // has expired, while codes can still be sent): every select of it answered that the first
+                    // method's code was out, and every resend went by that method again.
                     let other =
-                        method.id == methodID
+                        method.id == methodID || resendsLeft == 0
                         ? ""
                         : "; method \(method.id) can be picked once that code expires ("
-                            + Date(timeIntervalSince1970: Double(expiresAtMs) / 1000).formatted(.iso8601)
-                            + ") or its tries run out"
+                            + Date(timeIntervalSince1970: Double(expiresAtMs) / 1000).formatted(.iso8601) + ")"
                     response.instructions =
                         "a code was already sent"
                         + (sentBy.map { " to \($0.maskedValue)" } ?? "") + " (method \(methodID)) and is still "

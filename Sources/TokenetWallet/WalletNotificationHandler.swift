@@ -91,6 +91,10 @@ public final class WalletNotificationHandler: NotificationHandler {
         }
         switch notification.body {
         case .cardState(let body)?:
+            // Before it is kept as an early state too, which the card took when its answer came (state "?").
+            try WalletTokenUpdates.requireKnown(
+                body.tokenState, of: "token \(notification.cardID)",
+                keeps: card?.result?.tokenState.protoValueName ?? "the state its digitization gives it")
             if card == nil, let unanswered = try store.card(digitizeRequestID: body.digitizeRequestID) {
                 return try endUnanswered(unanswered, body, notification)
             }
@@ -108,9 +112,12 @@ public final class WalletNotificationHandler: NotificationHandler {
             }
             let stored = try updates.apply(body.tokenState, version: body.stateVersion, to: card)
             guard stored.result?.tokenState == body.tokenState else {
-                // A state older than the one recorded (a message delivered again after a later change): kept out.
+                // A state older than the one recorded (a message delivered again after a later change), or any
+                // state of a deleted token, which stays deleted: kept out.
                 return logger.info(
-                    "token state not changed: the message is older than the state recorded",
+                    stored.result?.tokenState == .deactivated
+                        ? "token state not changed: the token is DEACTIVATED, which no message changes"
+                        : "token state not changed: the message is older than the state recorded",
                     [
                         "message_id": notification.messageID, "digital_card_id": notification.cardID,
                         "held": stored.result?.tokenState.protoValueName ?? "?",

@@ -66,6 +66,17 @@ struct WalletTokenStateSync: Sendable {
                 }
                 checked += 1
                 if try renew(card, to: token.panLast4) { changed.insert(token.digitalCardID) }
+                // A state no token can be in is left out, and the others are still checked: thrown, it ended the
+                // whole check at that token, at every stream.
+                guard WalletTokenUpdates.isKnown(token.tokenState) else {
+                    logger.warning(
+                        "the TSP listed a token state this wallet does not know; the card keeps its state",
+                        [
+                            "card_ref": card.cardRef, "digital_card_id": token.digitalCardID,
+                            "state": token.tokenState.protoValueName ?? "number \(token.tokenState.rawValue)",
+                        ])
+                    continue
+                }
                 if token.tokenState != held.tokenState, token.stateVersion <= held.stateVersion,
                     held.tokenState != .deactivated
                 {
@@ -100,6 +111,7 @@ struct WalletTokenStateSync: Sendable {
         var changed: Set<String> = []
         for token in again.tokens {
             guard let card = try store.card(digitalCardID: token.digitalCardID), let held = card.result,
+                WalletTokenUpdates.isKnown(token.tokenState),
                 held.tokenState != .deactivated, token.tokenState != held.tokenState,
                 token.stateVersion <= held.stateVersion
             else { continue }

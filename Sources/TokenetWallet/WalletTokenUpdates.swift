@@ -47,15 +47,26 @@ struct WalletTokenUpdates: Sendable {
     /// Refuses a state that is not one a token can be in (UNSPECIFIED, or a number from a newer protocol): taken as
     /// it came, it replaced the card's state, and the card showed state "?" with nothing said.
     static func requireKnown(_ state: CardV1.TokenState, of card: WalletCardRecord) throws(WalletError) {
-        switch state {
-        case .inactive, .active, .suspended, .deactivated: return
-        case .unspecified, .unrecognized: break
-        }
-        let held = card.result?.tokenState.protoValueName ?? "no state yet"
+        guard !isKnown(state) else { return }
+        try requireKnown(
+            state, of: "\(card.cardRef)'s token", keeps: card.result?.tokenState.protoValueName ?? "no state yet")
+    }
+
+    /// `requireKnown` for a token named `what` whose card keeps `held`.
+    static func requireKnown(_ state: CardV1.TokenState, of what: String, keeps held: String) throws(WalletError) {
+        guard !isKnown(state) else { return }
         throw WalletError(
             .failedPrecondition,
-            "the TSP gave \(card.cardRef)'s token state \(state.protoValueName ?? "number \(state.rawValue)"), "
-                + "which is not a state this wallet knows; the card keeps \(held)")
+            "the TSP gave \(what) state \(state.protoValueName ?? "number \(state.rawValue)"), which is not a state "
+                + "this wallet knows; the card keeps \(held)")
+    }
+
+    /// Whether `state` is one a token can be in.
+    static func isKnown(_ state: CardV1.TokenState) -> Bool {
+        switch state {
+        case .inactive, .active, .suspended, .deactivated: true
+        case .unspecified, .unrecognized: false
+        }
     }
 
     private func selectedCard(of account: String) throws(WalletError) -> Int64? {

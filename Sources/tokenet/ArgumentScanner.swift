@@ -50,11 +50,10 @@ struct ArgumentScanner {
         guard argument.hasPrefix("-"), argument.count > 1 else { return .operand(argument) }
         var name = argument
         var inline: String?
-        // `--name=VALUE` for any long option, and `-d=VALUE` for a short one, as grpcurl's flags take them: a flag
-        // given a value (`-v=1`) is then refused as taking none, where it was "unknown option '-v=1'".
+        // `--name=VALUE` for any long option, and `-d=VALUE` for a short one that takes a value, as grpcurl's flags
+        // take them; another short option keeps its `=` (`-x=1` is refused whole).
         if let equals = argument.firstIndex(of: "="),
             argument.hasPrefix("--") || valued.contains(String(argument[..<equals]))
-                || argument.distance(from: argument.startIndex, to: equals) == 2
         {
             name = String(argument[..<equals])
             inline = String(argument[argument.index(after: equals)...])

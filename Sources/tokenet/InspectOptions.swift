@@ -143,6 +143,11 @@ struct InspectOptions: Sendable {
             case .flag("--help", _?), .flag("-h", _?):
                 // Said as a switch given a value: "unknown option '--help'" read as if --help did not exist.
                 throw CLIError(.usage, "\(command): --help takes no value")
+            case .flag(let flag, nil) where flag.hasPrefix("-v=") && takesData:
+                // The scanner keeps a short switch's `=`: said as a switch given a value, not "unknown option '-v=1'".
+                throw CLIError(.usage, "\(command): -v takes no value")
+            case .flag(let flag, nil) where flag.hasPrefix("-h="):
+                throw CLIError(.usage, "\(command): --help takes no value")
             case .valued(let flag, _), .flag(let flag, _):
                 if let meant = Self.optionMeant(by: flag) {
                     let typed = flag.prefix { $0 != "=" }

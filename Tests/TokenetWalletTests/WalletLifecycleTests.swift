@@ -147,6 +147,19 @@ import TokenetWire
         #expect(await events.next()?.digitalCardID == "marker")
     }
 
+    /// Nor does one that arrives before the card's Digitize answer, kept until the answer is recorded: the card took
+    /// it then, and showed state "?".
+    @Test func anEarlyCardStateWithAStateNoTokenCanBeInIsNotKept() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        try await wallet.notifications.handle(Self.cardState(.unrecognized(42), version: 7))
+        #expect(
+            wallet.logs.lines.contains { $0.contains("which is not a state this wallet knows") }, "\(wallet.logs.lines)"
+        )
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
+    }
+
     /// A deleted token is deleted for good (the TSP refuses any change of a DEACTIVATED token): a state heard after
     /// the delete, without a version (an operator's message, an issuer app that passes none) or with any version,
     /// is stale and must not bring the card back, nor tell the issuer app's listeners it is live again.

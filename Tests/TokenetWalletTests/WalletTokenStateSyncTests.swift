@@ -51,6 +51,23 @@ import TokenetWire
         #expect(wallet.logs.lines.contains { $0.contains("token state brought in line with the TSP") })
     }
 
+    /// A token the TSP lists in a state no token can be in is left as it is, and the check goes on: thrown, it ended
+    /// the check at that token (the cards after it never checked), at every stream.
+    @Test func aStateNoTokenCanBeInIsLeftOutAndTheCheckGoesOn() async throws {
+        let (wallet, _) = try await WalletLifecycleTests.digitized()
+        wallet.lifecycleTSP.state.withLock {
+            $0.states[Self.id] = .unrecognized(42)
+            $0.versions[Self.id] = 9
+        }
+        let outcome = try await Self.sync(wallet).check()
+        #expect(outcome.checked == 1 && outcome.changed == 0)
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
+        #expect(
+            wallet.logs.lines.contains {
+                $0.contains("the TSP listed a token state this wallet does not know; the card keeps its state")
+            }, "\(wallet.logs.lines)")
+    }
+
     /// A state the wallet already holds at a later version (a CARD_STATE that came after the TSP's listing was
     /// read: asked again, the TSP holds it too) is kept; so is a state the TSP lists at the card's own version.
     @Test func aStateNoNewerThanTheCardsChangesNothing() async throws {

@@ -344,7 +344,7 @@ extension IssuerV1 {
         /// authentication requests (in the order they were asked), then the card ids resynchronised after renewals (by
         /// digital card id): one listing in pages of up to page_size items of the three kinds together.
         public static let notifications = MethodDescriptor<IssuerV1.AppNotificationsRequest, IssuerV1.AppNotificationsResponse>(
-            service: serviceName, name: "Notifications", kind: .unary, allowedRoles: ["operator"]
+            service: serviceName, name: "Notifications", kind: .unary, allowedRoles: ["operator"], hasNoSideEffects: true
         )
 
         /// The cardholder proceeds with or cancels a transaction the app was asked to authenticate; the answer goes to the

@@ -1374,7 +1374,7 @@ extension TspV1 {
         /// INVALID_ARGUMENT (a negative page_size, a page_token this listing did not make, more than 1000 ids),
         /// FAILED_PRECONDITION (the calling node registered no issuer).
         public static let getIssuerTokens = MethodDescriptor<TspV1.GetIssuerTokensRequest, TspV1.GetIssuerTokensResponse>(
-            service: serviceName, name: "GetIssuerTokens", kind: .unary, allowedRoles: ["issuer"]
+            service: serviceName, name: "GetIssuerTokens", kind: .unary, allowedRoles: ["issuer"], hasNoSideEffects: true
         )
 
         /// A message to the cardholder about one of the issuer's tokens: MESSAGING to the issuer app and the wallet.
