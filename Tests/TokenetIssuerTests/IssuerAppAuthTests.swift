@@ -250,15 +250,22 @@ import TokenetWire
         #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
     }
 
-    /// A retry of a code while its first try is still under way (a client that gave up waiting) waits for it: it read
-    /// the account before the first saved the new credentials, took the first's ALREADY_USED for a lost activation,
-    /// and removed the account the first then filled with working credentials.
-    @Test func aRetryDuringItsFirstTryWaitsForIt() async throws {
+    /// An app with ch-alice's checking account activated as "Checking", and a second enrolment of that account not
+    /// yet used.
+    static func activatedAndEnrolledAgain() async throws -> (App, (code: String, reference: String)) {
         let app = try App.make()
         let first = try await app.enrol()
         _ = try await app.party.app.activate(
             code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
         let second = try await app.enrol()
+        return (app, (second.code, second.reference))
+    }
+
+    /// A retry of a code while its first try is still under way (a client that gave up waiting) waits for it: it read
+    /// the account before the first saved the new credentials, took the first's ALREADY_USED for a lost activation,
+    /// and removed the account the first then filled with working credentials.
+    @Test func aRetryDuringItsFirstTryWaitsForIt() async throws {
+        let (app, second) = try await Self.activatedAndEnrolledAgain()
         let gate = Gate()
         app.tsp.state.withLock { $0.holdNextActivation = gate }
         let authenticator = app.party.app
@@ -458,11 +465,7 @@ import TokenetWire
     /// while the TSP revoked the old ones, and the removal then deleted the new ones from the app, leaving them live
     /// at the TSP with no app to use or revoke them.
     @Test func anActivationDuringARemovalWaitsForIt() async throws {
-        let app = try App.make()
-        let first = try await app.enrol()
-        _ = try await app.party.app.activate(
-            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
-        let second = try await app.enrol()
+        let (app, second) = try await Self.activatedAndEnrolledAgain()
         let gate = Gate()
         app.tsp.state.withLock { $0.holdNextRemoval = gate }
         let authenticator = app.party.app
