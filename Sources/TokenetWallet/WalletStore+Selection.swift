@@ -62,9 +62,11 @@ extension WalletStore {
     ///
     /// A card whose token was deleted (DEACTIVATED, by the wallet, the issuer or the TSP) is no longer shown in the
     /// wallet app and never pays again, so it is not the selected card: the selection falls back to the card the
-    /// account selected before it, and when every card it selected was deleted, to the account's first ACTIVE card,
-    /// as a wallet app picks a new default card when the default one is removed. Read from the cards themselves, so
-    /// every path that deletes a token moves the selection, in the same write, and a restart keeps it moved.
+    /// account selected before it. Read from the cards themselves, so every path that deletes a token moves the
+    /// selection, in the same write, and a restart keeps it moved. When every card it selected was deleted, the
+    /// deletion picks the account's first ACTIVE card and stores it as selected (`WalletTokenUpdates.apply`): read
+    /// here at each look, that card changed with states (a card turning ACTIVE became selected, a suspended one
+    /// stopped being so), and the issuer app never heard.
     public func selectedCardID(of account: String, configured: String) throws(WalletError) -> Int64? {
         try run("read the selected card of wallet account \(account)") {
             let selected = try database.query(
@@ -73,13 +75,28 @@ extension WalletStore {
                 ORDER BY selected_order DESC
                 """, [configured, account])
             guard !selected.isEmpty else { return nil }
-            if let live = try selected.first(where: { try Self.tokenState($0) != .deactivated }) {
-                return try live.int64(0)
-            }
+            return try selected.first(where: { try Self.tokenState($0) != .deactivated })?.int64(0)
+        }
+    }
+
+    /// The first ACTIVE card of wallet account `account`, in the order cards were added: the card a deletion of the
+    /// selected one selects when the account selected no other live card.
+    public func firstActiveCardID(of account: String, configured: String) throws(WalletError) -> Int64? {
+        try run("read the cards of wallet account \(account)") {
             let cards = try database.query(
                 "SELECT id, result FROM cards WHERE COALESCE(wallet_account_id, ?) = ? ORDER BY id",
                 [configured, account])
             return try cards.first { try Self.tokenState($0) == .active }?.int64(0)
+        }
+    }
+
+    /// Makes `cardID` its account's selected card (the one of its cards selected last), as the wallet picks it
+    /// after a deletion, without making it the person's last choice (`select(cardID:)`).
+    public func adoptSelection(cardID: Int64) throws(WalletError) {
+        try run("store the selected card") {
+            _ = try database.execute(
+                "UPDATE cards SET selected_order = (SELECT COALESCE(MAX(selected_order), 0) + 1 FROM cards) "
+                    + "WHERE id = ?", [cardID])
         }
     }
 

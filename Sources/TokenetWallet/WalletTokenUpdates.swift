@@ -40,7 +40,15 @@ struct WalletTokenUpdates: Sendable {
                 kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,
                 walletAccountID: account, digitalCardID: digitalCardID, tokenState: state, atMs: clock()),
             cardIssuerNodeID: stored.issuerNodeID)
-        if let selectedBefore, selectedBefore == card.id { try announceSelection(of: account) }
+        if let selectedBefore, selectedBefore == card.id {
+            // No card the account selected before is left: the wallet picks its first ACTIVE card, and keeps it.
+            if try selectedCard(of: account) == nil,
+                let fallback = try store.firstActiveCardID(of: account, configured: configuredAccountID)
+            {
+                try store.adoptSelection(cardID: fallback)
+            }
+            try announceSelection(of: account)
+        }
         return stored
     }
 

@@ -261,6 +261,20 @@ import TokenetWire
         return (app, (second.code, second.reference))
     }
 
+    /// Runs `first` until it reaches `gate`, then starts `second`, lets 200 ms pass (a `second` that does not wait for
+    /// its turn runs then), opens the gate and returns what each returned.
+    static func secondWhileFirstHeld<A: Sendable, B: Sendable>(
+        at gate: Gate, _ first: @escaping @Sendable () async throws -> A,
+        then second: @escaping @Sendable () async throws -> B
+    ) async throws -> (A, B) {
+        let held = Task { try await first() }
+        try await gate.arrived(1)
+        let waiting = Task { try await second() }
+        try await Task.sleep(for: .milliseconds(200))
+        gate.open()
+        return (try await held.value, try await waiting.value)
+    }
+
     /// A retry of a code while its first try is still under way (a client that gave up waiting) waits for it: it read
     /// the account before the first saved the new credentials, took the first's ALREADY_USED for a lost activation,
     /// and removed the account the first then filled with working credentials.
@@ -269,20 +283,13 @@ import TokenetWire
         let gate = Gate()
         app.tsp.state.withLock { $0.holdNextActivation = gate }
         let authenticator = app.party.app
-        let slow = Task {
+        let activate = { @Sendable in
             try await authenticator.activate(
                 code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
         }
-        try await gate.arrived(1)
-        let retry = Task {
-            try await authenticator.activate(
-                code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
-        }
-        // The retry waits for its turn; were it to reach the TSP now, it would be answered at once.
-        try await Task.sleep(for: .milliseconds(200))
-        gate.open()
-        #expect(try await slow.value.result == .success)
-        let retried = try await retry.value
+        // The retry waits for its turn; were it to reach the TSP while the first is held, it would be answered at once.
+        let (slow, retried) = try await Self.secondWhileFirstHeld(at: gate, activate, then: activate)
+        #expect(slow.result == .success)
         #expect(retried.result == .alreadyUsed)
         #expect(!retried.message.contains("removed"), "\(retried.message)")
         let accounts = try app.party.store.appAccounts("ch-alice")
@@ -469,20 +476,17 @@ import TokenetWire
         let gate = Gate()
         app.tsp.state.withLock { $0.holdNextRemoval = gate }
         let authenticator = app.party.app
-        let removal = Task {
-            try await authenticator.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580")
-        }
-        try await gate.arrived(1)
-        let activation = Task {
-            try await authenticator.activate(
-                code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
-        }
-        // The activation waits for its turn; were it to run now, it would save its credentials before the removal
-        // ends.
-        try await Task.sleep(for: .milliseconds(200))
-        gate.open()
-        #expect(try await removal.value == 0)
-        #expect(try await activation.value.result == .success)
+        // The activation waits for its turn; were it to run while the removal is held, it would save its
+        // credentials before the removal ends.
+        let (left, activated) = try await Self.secondWhileFirstHeld(
+            at: gate,
+            { try await authenticator.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580") },
+            then: {
+                try await authenticator.activate(
+                    code: second.code, referenceID: second.reference, displayName: "Checking", pin: "2580")
+            })
+        #expect(left == 0)
+        #expect(activated.result == .success)
         let accounts = try app.party.store.appAccounts("ch-alice")
         #expect(accounts.map(\.referenceID) == [second.reference])
         let live = app.tsp.state.withLock { Set($0.secrets.keys) }

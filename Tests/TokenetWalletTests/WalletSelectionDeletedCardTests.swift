@@ -77,6 +77,36 @@ import TokenetWire
         #expect(await Self.selectionEvents(wallet, &events) == [])
     }
 
+    /// The card a deletion picks (no card selected before being left) is kept: read at each look as the first
+    /// ACTIVE card, it changed with states, and the issuer app never heard. A card that turns ACTIVE in an account
+    /// with no card selected is not selected; a suspended selected card stays selected.
+    @Test func theCardADeletionPicksIsKeptWhateverStatesChangeLater() async throws {
+        let wallet = try WalletHarness()
+        try await Self.add(wallet, "card-1", id: "D1")
+        _ = try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        var events = wallet.events.subscribe().events.makeAsyncIterator()
+        try await wallet.notifications.handle(Self.deleted("D1", version: 3))
+        #expect(try await Self.selected(wallet) == "")
+        #expect(await Self.selectionEvents(wallet, &events) == [""])
+
+        try await Self.add(wallet, "card-2", id: "D2")
+        #expect(try await Self.selected(wallet) == "")
+        try await Self.add(wallet, "card-3", id: "D3")
+        _ = try await wallet.selection.selectCard(.init(cardRef: "card-3"))
+        _ = await Self.selectionEvents(wallet, &events)
+        try await wallet.notifications.handle(Self.deleted("D3", version: 3))
+        #expect(try await Self.selected(wallet) == "card-2")
+        #expect(await Self.selectionEvents(wallet, &events) == ["D2"])
+
+        _ = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-2", action: .suspend, reasonCode: "USER_REQUEST"))
+        #expect(try await Self.selected(wallet) == "card-2")
+        _ = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-2", action: .resume, reasonCode: "USER_REQUEST"))
+        #expect(try await Self.selected(wallet) == "card-2")
+        #expect(await Self.selectionEvents(wallet, &events) == [])
+    }
+
     /// The selection is read from the cards, so a restarted wallet does not bring a deleted card back.
     @Test func aRestartedWalletKeepsTheSelectionOffADeletedCard() async throws {
         let store = try WalletStore.inMemory()

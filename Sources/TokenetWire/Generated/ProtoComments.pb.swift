@@ -406,7 +406,7 @@ extension ProtoRegistry {
         "tokenet.wallet.v1.PaymentKeysResponse.threshold": "At or below this many keys the wallet asks for a new batch.",
         "tokenet.wallet.v1.PushCardDataRequest.wallet_account_id": "One of the wallet's accounts (its configured account, or one the person has made active); NOT_FOUND otherwise.\nEmpty: the account active in the wallet now, the one its AddCard redeems push sessions for.",
         "tokenet.wallet.v1.SelectionResponse.changed": "False when the request chose what was already chosen (no event is emitted then).",
-        "tokenet.wallet.v1.SelectionResponse.selected_card_ref": "The active account's selected card; empty when it has none. Never a card whose token was deleted: the selection\nthen goes back to the card the account selected before, else to its first ACTIVE card, else to none.",
+        "tokenet.wallet.v1.SelectionResponse.selected_card_ref": "The active account's selected card; empty when it has none. Never a card whose token was deleted: the selection\nthen goes back to the card the account selected before, else to its first ACTIVE card (picked at the deletion,\nand kept), else to none.",
         "tokenet.wallet.v1.SyncWithTspResponse.cards_changed": "Of those, the cards whose token state or last four digits changed.",
         "tokenet.wallet.v1.SyncWithTspResponse.cards_checked": "The wallet's cards the TSP listed.",
         "tokenet.wallet.v1.SyncWithTspResponse.digitizations_resumed": "Cards whose Digitize was sent again and answered (DIGITIZED or DECLINED now).",

@@ -283,7 +283,8 @@ extension WalletV1 {
         public var activeWalletAccountID: String = ""
 
         /// The active account's selected card; empty when it has none. Never a card whose token was deleted: the selection
-        /// then goes back to the card the account selected before, else to its first ACTIVE card, else to none.
+        /// then goes back to the card the account selected before, else to its first ACTIVE card (picked at the deletion,
+        /// and kept), else to none.
         public var selectedCardRef: String = ""
 
         /// False when the request chose what was already chosen (no event is emitted then).

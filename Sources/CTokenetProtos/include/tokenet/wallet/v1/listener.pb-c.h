@@ -170,7 +170,8 @@ struct  Tokenet__Wallet__V1__SelectionResponse
   char *active_wallet_account_id;
   /*
    * The active account's selected card; empty when it has none. Never a card whose token was deleted: the selection
-   * then goes back to the card the account selected before, else to its first ACTIVE card, else to none.
+   * then goes back to the card the account selected before, else to its first ACTIVE card (picked at the deletion,
+   * and kept), else to none.
    */
   char *selected_card_ref;
   /*
