@@ -84,8 +84,10 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
                         + "the token is ACTIVE, the code was taken (the wallet hears of it from the TSP too)",
                     cause: error)
             }
+            // A state no token can be in (a TSP of a newer protocol) is left out, as everywhere the wallet hears one:
+            // the card showed "?".
             let (stored, changed) =
-                answer.tokenState == .unspecified
+                !WalletTokenUpdates.isKnown(answer.tokenState)
                 ? (card, false)
                 : try store.updateTokenState(
                     id: card.id, state: answer.tokenState, version: answer.stateVersion, nowMs: clock())

@@ -64,40 +64,45 @@ extension WalletStore {
     /// wallet app and never pays again, so it is not the selected card: the selection falls back to the card the
     /// account selected before it. Read from the cards themselves, so every path that deletes a token moves the
     /// selection, in the same write, and a restart keeps it moved. When every card it selected was deleted, the
-    /// deletion picks the account's first ACTIVE card and stores it as selected (`WalletTokenUpdates.apply`): read
-    /// here at each look, that card changed with states (a card turning ACTIVE became selected, a suspended one
-    /// stopped being so), and the issuer app never heard.
+    /// deletion picks the account's first ACTIVE card and stores it as selected, in its own write
+    /// (`updateTokenState`): read here at each look, that card changed with states (a card turning ACTIVE became
+    /// selected, a suspended one stopped being so), and the issuer app never heard.
     public func selectedCardID(of account: String, configured: String) throws(WalletError) -> Int64? {
         try run("read the selected card of wallet account \(account)") {
-            let selected = try database.query(
-                """
-                SELECT id, result FROM cards WHERE selected_order IS NOT NULL AND COALESCE(wallet_account_id, ?) = ?
-                ORDER BY selected_order DESC
-                """, [configured, account])
-            guard !selected.isEmpty else { return nil }
-            return try selected.first(where: { try Self.tokenState($0) != .deactivated })?.int64(0)
+            try Self.selectedCardID(of: account, configured: configured) { try database.query($0, $1) }
         }
     }
 
+    /// `selectedCardID(of:configured:)` through `query` (the database's, or a transaction's).
+    static func selectedCardID(
+        of account: String, configured: String, query: (String, [any SQLValueConvertible]) throws -> [Row]
+    ) throws -> Int64? {
+        let selected = try query(
+            """
+            SELECT id, result FROM cards WHERE selected_order IS NOT NULL AND COALESCE(wallet_account_id, ?) = ?
+            ORDER BY selected_order DESC
+            """, [configured, account])
+        return try selected.first(where: { try tokenState($0) != .deactivated })?.int64(0)
+    }
+
     /// The first ACTIVE card of wallet account `account`, in the order cards were added: the card a deletion of the
-    /// selected one selects when the account selected no other live card.
-    public func firstActiveCardID(of account: String, configured: String) throws(WalletError) -> Int64? {
-        try run("read the cards of wallet account \(account)") {
-            let cards = try database.query(
-                "SELECT id, result FROM cards WHERE COALESCE(wallet_account_id, ?) = ? ORDER BY id",
-                [configured, account])
-            return try cards.first { try Self.tokenState($0) == .active }?.int64(0)
-        }
+    /// selected one selects when the account selected no other live card (`updateTokenState`).
+    static func firstActiveCardID(
+        of account: String, configured: String, query: (String, [any SQLValueConvertible]) throws -> [Row]
+    ) throws -> Int64? {
+        let cards = try query(
+            "SELECT id, result FROM cards WHERE COALESCE(wallet_account_id, ?) = ? ORDER BY id", [configured, account])
+        return try cards.first { try tokenState($0) == .active }?.int64(0)
     }
 
     /// Makes `cardID` its account's selected card (the one of its cards selected last), as the wallet picks it
     /// after a deletion, without making it the person's last choice (`select(cardID:)`).
-    public func adoptSelection(cardID: Int64) throws(WalletError) {
-        try run("store the selected card") {
-            _ = try database.execute(
-                "UPDATE cards SET selected_order = (SELECT COALESCE(MAX(selected_order), 0) + 1 FROM cards) "
-                    + "WHERE id = ?", [cardID])
-        }
+    static func adoptSelection(
+        cardID: Int64, execute: (String, [any SQLValueConvertible]) throws -> ExecutionResult
+    ) throws {
+        _ = try execute(
+            "UPDATE cards SET selected_order = (SELECT COALESCE(MAX(selected_order), 0) + 1 FROM cards) WHERE id = ?",
+            [cardID])
     }
 
     /// The token state in the stored result of a row `id, result`; unspecified for a card without a digital card.

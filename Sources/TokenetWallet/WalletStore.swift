@@ -304,9 +304,12 @@ public final class WalletStore: Sendable {
     /// a version that did not come from the TSP cannot keep a deleted token live in the wallet.
     ///
     /// `from`: the change is made only when the stored state is that one (judged in the same transaction).
+    /// `account` (with the `configured` account of cards stored before cards kept theirs), given for a delete: when
+    /// the card was its account's selected card and no card the account selected before is left, its first ACTIVE
+    /// card is selected in the same write, so that neither a crash nor a choice made meanwhile loses or overrides it.
     public func updateTokenState(
         id: Int64, state: CardV1.TokenState, version: UInt64 = 0, from: CardV1.TokenState? = nil,
-        overriding: Bool = false, nowMs: UInt64
+        overriding: Bool = false, nowMs: UInt64, account: (String, configured: String)? = nil
     ) throws(WalletError) -> (card: WalletCardRecord, changed: Bool) {
         try run("update the card's token state") {
             let changed = try database.transaction { tx in
@@ -324,9 +327,21 @@ public final class WalletStore: Sendable {
                 result.tokenState = state
                 // Overriding: the TSP's own state and version replace a version only a claim could have made.
                 result.stateVersion = overriding ? version : max(result.stateVersion, version)
+                var wasSelected = false
+                if state == .deactivated, let (name, configured) = account {
+                    let selected = try Self.selectedCardID(of: name, configured: configured) { try tx.query($0, $1) }
+                    wasSelected = selected == id
+                }
                 _ = try tx.execute(
                     "UPDATE cards SET result = ?, updated_at_ms = ? WHERE id = ?",
                     [try result.serializedBytes(), Int64(nowMs), id])
+                if wasSelected, let (name, configured) = account,
+                    try Self.selectedCardID(of: name, configured: configured, query: { try tx.query($0, $1) }) == nil,
+                    let fallback = try Self.firstActiveCardID(
+                        of: name, configured: configured, query: { try tx.query($0, $1) })
+                {
+                    try Self.adoptSelection(cardID: fallback) { try tx.execute($0, $1) }
+                }
                 return changed
             }
             guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }

@@ -33,22 +33,17 @@ struct WalletTokenUpdates: Sendable {
         let account = card.account(configured: configuredAccountID)
         let selectedBefore = state == .deactivated ? try selectedCard(of: account) : nil
         let (stored, changed) = try store.updateTokenState(
-            id: card.id, state: state, version: version, overriding: overriding, nowMs: clock())
+            id: card.id, state: state, version: version, overriding: overriding, nowMs: clock(),
+            account: (account, configured: configuredAccountID))
         guard changed, let digitalCardID = stored.result?.digitalCardID else { return stored }
         events.publish(
             WalletV1.WalletEvent(
                 kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,
                 walletAccountID: account, digitalCardID: digitalCardID, tokenState: state, atMs: clock()),
             cardIssuerNodeID: stored.issuerNodeID)
-        if let selectedBefore, selectedBefore == card.id {
-            // No card the account selected before is left: the wallet picks its first ACTIVE card, and keeps it.
-            if try selectedCard(of: account) == nil,
-                let fallback = try store.firstActiveCardID(of: account, configured: configuredAccountID)
-            {
-                try store.adoptSelection(cardID: fallback)
-            }
-            try announceSelection(of: account)
-        }
+        // The store moved the selection with the delete (to the account's first ACTIVE card when no card it selected
+        // before is left).
+        if let selectedBefore, selectedBefore == card.id { try announceSelection(of: account) }
         return stored
     }
 

@@ -107,6 +107,22 @@ import TokenetWire
         #expect(await Self.selectionEvents(wallet, &events) == [])
     }
 
+    /// The store moves the selection in the delete's own write: picked in a write of its own, after it, a crash
+    /// between the two lost it for good (the redelivered CARD_STATE changed nothing), and a card the person selected
+    /// meanwhile was overridden.
+    @Test func theStoreMovesTheSelectionInTheDeletesOwnWrite() async throws {
+        let wallet = try WalletHarness()
+        try await Self.add(wallet, "card-1", id: "D1")
+        try await Self.add(wallet, "card-2", id: "D2")
+        _ = try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        let account = WalletConfiguration.defaultAccountID
+        let first = try wallet.store.card(ref: "card-1")
+        _ = try wallet.store.updateTokenState(
+            id: first.id, state: .deactivated, nowMs: 1, account: (account, configured: account))
+        let second = try wallet.store.card(ref: "card-2")
+        #expect(try wallet.store.selectedCardID(of: account, configured: account) == second.id)
+    }
+
     /// The selection is read from the cards, so a restarted wallet does not bring a deleted card back.
     @Test func aRestartedWalletKeepsTheSelectionOffADeletedCard() async throws {
         let store = try WalletStore.inMemory()
