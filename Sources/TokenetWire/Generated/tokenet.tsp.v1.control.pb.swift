@@ -121,8 +121,9 @@ extension TspV1 {
         public var pageSize: Int32 = 0
 
         /// Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id,
-        /// issuer_id, wallet_node_id and state; empty for the first page. A token that did not come from this TSP's
-        /// ListTokens, or asked with other filters than its listing's, is INVALID_ARGUMENT.
+        /// issuer_id, wallet_node_id and state; empty for the first page. A token that is not one ListTokens makes, or
+        /// asked with other filters than its listing's, is INVALID_ARGUMENT. Page tokens say where a listing stopped; they
+        /// are not signed, so a well-formed one made by hand pages from where it says.
         public var pageToken: String = ""
 
         /// Only this issuer's tokens (TokenSummary.issuer_id); empty for every issuer.
@@ -303,8 +304,8 @@ extension TspV1 {
         public var pageSize: Int32 = 0
 
         /// Where to go on: the next_page_token of the previous response, asked with the same digital_card_id; empty for
-        /// the first page. A token that did not come from this TSP's TokenHistory, or asked with another digital_card_id
-        /// than its listing's, is INVALID_ARGUMENT.
+        /// the first page. A token that is not one TokenHistory makes, or asked with another digital_card_id than its
+        /// listing's, is INVALID_ARGUMENT (page tokens are not signed: see ListTokensRequest.page_token).
         public var pageToken: String = ""
 
         public init() {}

@@ -655,8 +655,8 @@ extension TspV1 {
         public var pageSize: Int32 = 0
 
         /// Where to go on: the next_page_token of the previous response, asked with the same digital_card_id; empty for
-        /// the first page. A token that did not come from this TSP's ListTransactions, or asked with another
-        /// digital_card_id than its listing's, is INVALID_ARGUMENT.
+        /// the first page. A token that is not one ListTransactions makes, or asked with another digital_card_id than
+        /// its listing's, is INVALID_ARGUMENT (page tokens are not signed: see TspControl's ListTokensRequest.page_token).
         public var pageToken: String = ""
 
         public init() {}

@@ -89,8 +89,8 @@ extension WalletV1 {
         public var pageSize: Int32 = 0
 
         /// Where to go on: the next_page_token of the previous response, asked with the same card_ref; empty for the first
-        /// page. A token that did not come from this wallet's ListTransactions, or asked with another card_ref than its
-        /// listing's, is INVALID_ARGUMENT.
+        /// page. A token that is not one ListTransactions makes, or asked with another card_ref than its listing's, is
+        /// INVALID_ARGUMENT (page tokens say where a listing stopped and are not signed).
         public var pageToken: String = ""
 
         public init() {}

@@ -103,8 +103,9 @@ struct  Tokenet__Tsp__V1__ListTokensRequest
   int32_t page_size;
   /*
    * Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id,
-   * issuer_id, wallet_node_id and state; empty for the first page. A token that did not come from this TSP's
-   * ListTokens, or asked with other filters than its listing's, is INVALID_ARGUMENT.
+   * issuer_id, wallet_node_id and state; empty for the first page. A token that is not one ListTokens makes, or
+   * asked with other filters than its listing's, is INVALID_ARGUMENT. Page tokens say where a listing stopped; they
+   * are not signed, so a well-formed one made by hand pages from where it says.
    */
   char *page_token;
   /*
@@ -179,8 +180,8 @@ struct  Tokenet__Tsp__V1__TokenHistoryRequest
   int32_t page_size;
   /*
    * Where to go on: the next_page_token of the previous response, asked with the same digital_card_id; empty for
-   * the first page. A token that did not come from this TSP's TokenHistory, or asked with another digital_card_id
-   * than its listing's, is INVALID_ARGUMENT.
+   * the first page. A token that is not one TokenHistory makes, or asked with another digital_card_id than its
+   * listing's, is INVALID_ARGUMENT (page tokens are not signed: see ListTokensRequest.page_token).
    */
   char *page_token;
 };

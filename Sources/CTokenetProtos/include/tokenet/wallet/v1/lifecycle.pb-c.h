@@ -76,8 +76,8 @@ struct  Tokenet__Wallet__V1__WalletTransactionsRequest
   int32_t page_size;
   /*
    * Where to go on: the next_page_token of the previous response, asked with the same card_ref; empty for the first
-   * page. A token that did not come from this wallet's ListTransactions, or asked with another card_ref than its
-   * listing's, is INVALID_ARGUMENT.
+   * page. A token that is not one ListTransactions makes, or asked with another card_ref than its listing's, is
+   * INVALID_ARGUMENT (page tokens say where a listing stopped and are not signed).
    */
   char *page_token;
 };
