@@ -53,7 +53,33 @@ struct RiskScores: Sendable, Equatable {
 enum DigitizationPolicy {
     static let defaultScoreDeclineReason = "the wallet's risk scores are too high for this card"
 
+    static let heldSuspensionDeclineReason =
+        "a suspension of this card stands in this wallet and the issuer has no way to verify the cardholder"
+
+    /// The rule's answer; with `heldSuspension` (a token of the card in the same wallet account suspended by the
+    /// issuer or the TSP, still or when the wallet deleted it), an approval becomes a step-up: the cardholder proves
+    /// themselves before the card lives in that wallet again, where an approval let whoever holds the device lift
+    /// the suspension by deleting the card and adding it again. The rule's own methods are offered when it has
+    /// some, else a code to the cardholder's phone and e-mail.
     static func decide(
+        _ rule: DigitizationRule, risk: RiskScores, contact: CardholderContact, heldSuspension: Bool = false
+    ) -> DigitizationOutcome {
+        let outcome = decide(rule, risk: risk, contact: contact)
+        guard heldSuspension, outcome == .approved else { return outcome }
+        var methods: [IdvMethodSpec]
+        switch rule {
+        case .stepUp(let idv), .byScore(_, _, let idv, _): methods = idv
+        case .approve, .decline: methods = []
+        }
+        if methods.isEmpty {
+            if !contact.phone.isEmpty { methods.append(IdvMethodSpec(type: .otpSMS)) }
+            if !contact.email.isEmpty { methods.append(IdvMethodSpec(type: .otpEmail)) }
+        }
+        guard !methods.isEmpty else { return .declined(reason: heldSuspensionDeclineReason) }
+        return .stepUp(offers(methods, contact: contact))
+    }
+
+    private static func decide(
         _ rule: DigitizationRule, risk: RiskScores, contact: CardholderContact
     ) -> DigitizationOutcome {
         switch rule {

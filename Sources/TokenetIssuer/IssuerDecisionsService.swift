@@ -48,7 +48,8 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let (eligible, reason) = IssuerEligibility.evaluate(
             presented: card, stored: stored, renewed: renewed, asOf: now())
         if let stored, eligible {
-            outcome = DigitizationPolicy.decide(stored.rule, risk: risk, contact: stored.contact)
+            outcome = DigitizationPolicy.decide(
+                stored.rule, risk: risk, contact: stored.contact, heldSuspension: request.heldSuspension != nil)
         } else {
             outcome = .declined(reason: reason)
         }
@@ -85,6 +86,15 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)", "reason": reason,
                 ])
+        } else if let held = request.heldSuspension {
+            // Why a card whose rule approves was stepped up.
+            log.info(
+                decided,
+                [
+                    "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
+                    "account_score": "\(risk.account)", "device_score": "\(risk.device)",
+                    "held_suspension": Self.describe(held),
+                ])
         } else {
             log.info(
                 decided,
@@ -96,6 +106,13 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         var response = Self.response(outcome)
         response.accountID = stored?.accountID ?? ""
         return response
+    }
+
+    /// A held suspension as the log says it: `token "DN…" suspended by issuer:ID (REASON), deleted by the wallet`.
+    static func describe(_ held: IssuerV1.HeldSuspension) -> String {
+        let reason = held.reason.isEmpty ? "" : " (\(held.reason))"
+        let deleted = held.deleted ? ", deleted by the wallet" : ""
+        return "token \"\(held.digitalCardID)\" suspended by \(held.suspendedBy)\(reason)\(deleted)"
     }
 
     static func response(_ outcome: DigitizationOutcome) -> IssuerV1.AuthorizeDigitizationResponse {

@@ -61,7 +61,9 @@ extension TSPService {
             log.info(
                 "digitize retried for a token deleted before its decision; declined without asking the issuer",
                 ["request_id": request.requestID, "digital_card_id": pending.token.digitalCardID])
-        } else if let decided = await decide(pending, request: request, log: log) {
+        } else if let decided = await decide(
+            pending, request: request, held: try heldSuspension(of: pending, log: log), log: log)
+        {
             outcome = decided
         } else {
             // Cancelled (the TSP is stopping and its drain ran out, or the wallet gave up): the issuer's call failed
@@ -112,11 +114,28 @@ extension TSPService {
             expiry: TokenExpiry.expiry(issuedAt: now(), years: configuration.tokenValidityYears))
     }
 
+    /// A suspension of the card that stands in the wallet account (`TSPStore.heldSuspension`), logged: the issuer
+    /// is told, and the stand-in declines.
+    private func heldSuspension(of pending: PendingDigitization, log: Logger) throws -> HeldSuspension? {
+        guard
+            let held = try store.heldSuspension(
+                of: try pending.receipt.card.pan(), walletNodeID: pending.token.walletNodeID,
+                walletAccountID: pending.token.walletAccountID, except: pending.token.digitalCardID)
+        else { return nil }
+        log.info(
+            "a suspension of the card stands in this wallet account; the issuer is told",
+            [
+                "digital_card_id": pending.token.digitalCardID, "suspended_token": held.digitalCardID,
+                "suspended_by": held.suspendedBy, "reason": held.reason, "deleted": "\(held.deletedAtMs != nil)",
+            ])
+        return held
+    }
+
     /// The issuer's decision, or the stand-in's when the issuer fails, is too slow, or answers nothing usable; a
     /// decline when the issuer refuses the question; nil when the call was cancelled before a decision.
-    private func decide(_ pending: PendingDigitization, request: TspV1.DigitizeRequest, log: Logger) async
-        -> DigitizationOutcome?
-    {
+    private func decide(
+        _ pending: PendingDigitization, request: TspV1.DigitizeRequest, held: HeldSuspension?, log: Logger
+    ) async -> DigitizationOutcome? {
         let problem: String
         do {
             guard let issuerRecord = try store.issuers().first(where: { $0.id == pending.token.issuerID }) else {
@@ -132,6 +151,7 @@ extension TSPService {
             question.risk = request.risk
             question.walletAccountID = pending.token.walletAccountID
             question.walletNodeID = pending.token.walletNodeID ?? ""
+            question.heldSuspension = held?.wire
             let answer = try await issuers.decisions(for: issuerRecord).authorizeDigitization(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
@@ -177,7 +197,11 @@ extension TSPService {
                 "issuer did not decide; applying the stand-in rule",
                 ["issuer_id": pending.token.issuerID, "error": String(describing: error)])
         }
-        return .standIn(configuration.standIn.decide(risk: request.risk), issuerProblem: problem)
+        // The issuer alone may judge a card whose suspension stands: a stand-in approval would lift it.
+        let standIn =
+            held.map { .decline(reason: "the issuer did not answer and \($0.summary) (stand-in declined)") }
+            ?? configuration.standIn.decide(risk: request.risk)
+        return .standIn(standIn, issuerProblem: problem)
     }
 }
 

@@ -50,6 +50,35 @@ import TokenetCard
         #expect(decide(custom, 2, 1) == .declined(reason: "too risky"))
     }
 
+    /// A card whose suspension by the issuer or the TSP stands in the wallet account (the wallet deleted the
+    /// suspended token and added the card again) is never approved outright: an approval becomes a step-up, with
+    /// the rule's methods when it has some, else codes to the cardholder's phone and e-mail.
+    @Test func aHeldSuspensionTurnsAnApprovalIntoAStepUp() {
+        func held(_ rule: DigitizationRule, _ account: Int = 1, _ device: Int = 1, contact: CardholderContact? = nil)
+            -> DigitizationOutcome
+        {
+            DigitizationPolicy.decide(
+                rule, risk: RiskScores(account: account, device: device), contact: contact ?? self.contact,
+                heldSuspension: true)
+        }
+        let smsOffer = IdvOffer(id: "otp-sms", type: .otpSMS, maskedValue: "***-***-0101")
+        let smsAndEmail = DigitizationOutcome.stepUp([
+            smsOffer, IdvOffer(id: "otp-email", type: .otpEmail, maskedValue: "a***@example.com"),
+        ])
+        #expect(held(.approve) == smsAndEmail)
+        let byScore = DigitizationRule.byScore(approveAtMost: 2, stepUpAtMost: 4, idv: [app], declineReason: nil)
+        #expect(held(byScore) == decide(byScore, 3, 3))
+        #expect(held(byScore, 5, 5) == .declined(reason: DigitizationPolicy.defaultScoreDeclineReason))
+        #expect(held(.stepUp(idv: [sms])) == decide(.stepUp(idv: [sms]), 1, 1))
+        #expect(held(.decline(reason: "closed")) == .declined(reason: "closed"))
+        let phoneOnly = CardholderContact(phone: "+1 415 555 0101", email: "", callCenterNumber: nil)
+        #expect(held(.approve, contact: phoneOnly) == .stepUp([smsOffer]))
+        let unreachable = CardholderContact(phone: "", email: "", callCenterNumber: nil)
+        #expect(
+            held(.approve, contact: unreachable)
+                == .declined(reason: DigitizationPolicy.heldSuspensionDeclineReason))
+    }
+
     @Test func masking() {
         #expect(Masking.phone("+44 20 7946 0102") == "***-***-0102")
         #expect(Masking.email("bob.okafor@example.org") == "b***@example.org")

@@ -36,6 +36,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         var maskedPANs: [String] = []
         /// The wallet node each AuthorizeDigitization named.
         var walletNodeIDs: [String] = []
+        /// The held suspension each AuthorizeDigitization told of (nil for none).
+        var heldSuspensions: [IssuerV1.HeldSuspension?] = []
         var authorizations = 0
         /// The account named in each decision; empty to name none.
         var accountID = "acct-1"
@@ -78,6 +80,7 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         let (decision, accountID) = state.withLock {
             $0.maskedPANs.append(request.maskedPAN)
             $0.walletNodeIDs.append(request.walletNodeID)
+            $0.heldSuspensions.append(request.heldSuspension)
             $0.authorizations += 1
             return ($0.decision, $0.accountID)
         }

@@ -325,6 +325,32 @@ import TokenetTestSupport
         #expect(renewed.stdout.contains("tokens kept: \(id)"), "\(renewed.stdout)\(renewed.stderr)")
     }
 
+    /// The wallet may delete a token the issuer suspended, but adding the card again does not lift the suspension:
+    /// the TSP tells the issuer, whose approving rule steps the card up instead, and the TSP's history says why.
+    @Test func aCardTheIssuerSuspendedIsSteppedUpWhenTheWalletAddsItAgain() async throws {
+        let id = try await activeCard()
+        let suspended = try await tokenet([
+            "issuer", "suspend-tokens", issuer.listen, id, "--reason", "FRAUD_SUSPECTED",
+        ])
+        #expect(suspended.status == 0, "\(suspended.stdout)\(suspended.stderr)")
+        try await seenByEveryParty(id, state: "TOKEN_STATE_SUSPENDED")
+        let deleted = try await tokenet(["wallet", "delete", wallet.listen, "card-1", "--reason", "USER_REQUEST"])
+        #expect(deleted.status == 0, "\(deleted.stdout)\(deleted.stderr)")
+
+        let added = try await tokenet(
+            ["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123"])
+        #expect(added.status == 0, "\(added.stderr)")
+        let again = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-2"])
+        #expect(
+            again.stdout.contains("asks for additional authentication") && again.stdout.contains("is INACTIVE."),
+            "\(again.stdout)\(again.stderr)")
+        #expect(again.stdout.contains("ID&V otp-sms: OTP_SMS"), "\(again.stdout)")
+        #expect(
+            issuer.stderr.contains("held_suspension") && issuer.stderr.contains("suspended by issuer:"),
+            "\(issuer.stderr.suffix(2_000))")
+        #expect(tsp.stderr.contains("a suspension of the card stands in this wallet account"))
+    }
+
     func seenByEveryParty(_ id: String, state: String) async throws {
         let tokens = try await json(["tsp", "tokens", tsp.listen])
         #expect(list(tokens, "tokens").first { $0["digitalCardId"] as? String == id }?["state"] as? String == state)

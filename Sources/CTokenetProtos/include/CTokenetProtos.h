@@ -157,6 +157,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__enroll_response(void) {
     return &tokenet__issuer__v1__enroll_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__held_suspension(void) {
+    return &tokenet__issuer__v1__held_suspension__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_card(void) {
     return &tokenet__issuer__v1__issuer_card__descriptor;
 }

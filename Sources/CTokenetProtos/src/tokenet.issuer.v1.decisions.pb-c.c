@@ -142,6 +142,51 @@ void   tokenet__issuer__v1__authorize_digitization_request__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__authorize_digitization_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__issuer__v1__held_suspension__init
+                     (Tokenet__Issuer__V1__HeldSuspension         *message)
+{
+  static const Tokenet__Issuer__V1__HeldSuspension init_value = TOKENET__ISSUER__V1__HELD_SUSPENSION__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__held_suspension__get_packed_size
+                     (const Tokenet__Issuer__V1__HeldSuspension *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__held_suspension__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__held_suspension__pack
+                     (const Tokenet__Issuer__V1__HeldSuspension *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__held_suspension__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__held_suspension__pack_to_buffer
+                     (const Tokenet__Issuer__V1__HeldSuspension *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__held_suspension__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__HeldSuspension *
+       tokenet__issuer__v1__held_suspension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__HeldSuspension *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__held_suspension__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__held_suspension__free_unpacked
+                     (Tokenet__Issuer__V1__HeldSuspension *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__held_suspension__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__issuer__v1__authorize_digitization_response__init
                      (Tokenet__Issuer__V1__AuthorizeDigitizationResponse         *message)
 {
@@ -302,7 +347,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__card_eligibility_response_
   (ProtobufCMessageInit) tokenet__issuer__v1__card_eligibility_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[9] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[10] =
 {
   {
     "encrypted_card_data",
@@ -412,11 +457,24 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitizatio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "held_suspension",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest, held_suspension),
+    &tokenet__issuer__v1__held_suspension__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name[] = {
   5,   /* field[5] = device */
   2,   /* field[2] = digital_card_id */
   0,   /* field[0] = encrypted_card_data */
+  9,   /* field[9] = held_suspension */
   4,   /* field[4] = input_method */
   1,   /* field[1] = masked_pan */
   6,   /* field[6] = risk */
@@ -427,7 +485,7 @@ static const unsigned tokenet__issuer__v1__authorize_digitization_request__field
 static const ProtobufCIntRange tokenet__issuer__v1__authorize_digitization_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_request__descriptor =
 {
@@ -437,11 +495,114 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_req
   "Tokenet__Issuer__V1__AuthorizeDigitizationRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest),
-  9,
+  10,
   tokenet__issuer__v1__authorize_digitization_request__field_descriptors,
   tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name,
   1,  tokenet__issuer__v1__authorize_digitization_request__number_ranges,
   (ProtobufCMessageInit) tokenet__issuer__v1__authorize_digitization_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__held_suspension__field_descriptors[6] =
+{
+  {
+    "digital_card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__HeldSuspension, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "suspended_by",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__HeldSuspension, suspended_by),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__HeldSuspension, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "suspended_at_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__HeldSuspension, suspended_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__HeldSuspension, deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted_at_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__HeldSuspension, deleted_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__held_suspension__field_indices_by_name[] = {
+  4,   /* field[4] = deleted */
+  5,   /* field[5] = deleted_at_ms */
+  0,   /* field[0] = digital_card_id */
+  2,   /* field[2] = reason */
+  3,   /* field[3] = suspended_at_ms */
+  1,   /* field[1] = suspended_by */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__held_suspension__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor tokenet__issuer__v1__held_suspension__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.HeldSuspension",
+  "HeldSuspension",
+  "Tokenet__Issuer__V1__HeldSuspension",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__HeldSuspension),
+  6,
+  tokenet__issuer__v1__held_suspension__field_descriptors,
+  tokenet__issuer__v1__held_suspension__field_indices_by_name,
+  1,  tokenet__issuer__v1__held_suspension__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__held_suspension__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_response__field_descriptors[4] =

@@ -74,6 +74,7 @@ public enum ProtoRegistry {
         IssuerV1.CardViewResponse.self,
         IssuerV1.EnrollRequest.self,
         IssuerV1.EnrollResponse.self,
+        IssuerV1.HeldSuspension.self,
         IssuerV1.IssuerCard.self,
         IssuerV1.IssuerChangeTokenStatesRequest.self,
         IssuerV1.IssuerChangeTokenStatesResponse.self,

@@ -104,6 +104,14 @@ extension IssuerV1 {
         /// may open the issuer app for the token (IssuerAppToApp.OpenApp). Empty when the TSP does not know it.
         public var walletNodeID: String = ""
 
+        /// A suspension the issuer or the TSP placed on a token of this card in the same wallet (node and account) that
+        /// still stands; unset when there is none. It stands while that token is SUSPENDED by them, and after the wallet
+        /// deleted it while they held it SUSPENDED, until a later token of the card in that wallet account is activated.
+        /// Deleting the card and adding it again would otherwise lift a suspension the wallet may not lift itself: the
+        /// decision is the issuer's, and this node's own answer asks for ID&V at least (a rule that approves steps up
+        /// instead). The TSP's stand-in declines such a card.
+        public var heldSuspension: IssuerV1.HeldSuspension? = nil
+
         public init() {}
 
         public init(
@@ -115,7 +123,8 @@ extension IssuerV1 {
             device: CardV1.DeviceInfo? = nil,
             risk: CardV1.WalletRiskData? = nil,
             walletAccountID: String = "",
-            walletNodeID: String = ""
+            walletNodeID: String = "",
+            heldSuspension: IssuerV1.HeldSuspension? = nil
         ) {
             self.encryptedCardData = encryptedCardData
             self.maskedPAN = maskedPAN
@@ -126,6 +135,7 @@ extension IssuerV1 {
             self.risk = risk
             self.walletAccountID = walletAccountID
             self.walletNodeID = walletNodeID
+            self.heldSuspension = heldSuspension
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -138,6 +148,7 @@ extension IssuerV1 {
             self.risk = try reader.readMessage(7)
             self.walletAccountID = try reader.read(8)
             self.walletNodeID = try reader.read(9)
+            self.heldSuspension = try reader.readMessage(10)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -150,6 +161,69 @@ extension IssuerV1 {
             if let value = risk { try writer.write(7, message: value) }
             try writer.write(8, walletAccountID)
             try writer.write(9, walletNodeID)
+            if let value = heldSuspension { try writer.write(10, message: value) }
+        }
+    }
+}
+
+extension IssuerV1 {
+    /// A token of the card suspended by a party above the wallet (see AuthorizeDigitizationRequest.held_suspension).
+    public struct HeldSuspension: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.HeldSuspension"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__held_suspension())
+        }
+
+        /// The suspended token.
+        public var digitalCardID: String = ""
+
+        /// Who suspended it, as its history names the party: `issuer:ISSUER_ID`, `issuer-app:…` or `tsp`.
+        public var suspendedBy: String = ""
+
+        /// Its reason code (e.g. FRAUD_SUSPECTED).
+        public var reason: String = ""
+
+        public var suspendedAtMs: UInt64 = 0
+
+        /// The wallet deleted the token while it was suspended (at `deleted_at_ms`); false while it is still SUSPENDED.
+        public var deleted: Bool = false
+
+        public var deletedAtMs: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            digitalCardID: String = "",
+            suspendedBy: String = "",
+            reason: String = "",
+            suspendedAtMs: UInt64 = 0,
+            deleted: Bool = false,
+            deletedAtMs: UInt64 = 0
+        ) {
+            self.digitalCardID = digitalCardID
+            self.suspendedBy = suspendedBy
+            self.reason = reason
+            self.suspendedAtMs = suspendedAtMs
+            self.deleted = deleted
+            self.deletedAtMs = deletedAtMs
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardID = try reader.read(1)
+            self.suspendedBy = try reader.read(2)
+            self.reason = try reader.read(3)
+            self.suspendedAtMs = try reader.read(4)
+            self.deleted = try reader.read(5)
+            self.deletedAtMs = try reader.read(6)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitalCardID)
+            try writer.write(2, suspendedBy)
+            try writer.write(3, reason)
+            try writer.write(4, suspendedAtMs)
+            try writer.write(5, deleted)
+            try writer.write(6, deletedAtMs)
         }
     }
 }

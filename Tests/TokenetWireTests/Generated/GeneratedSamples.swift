@@ -48,6 +48,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.CardViewResponse.samples() as [any ProtoMessage]
     all += IssuerV1.EnrollRequest.samples() as [any ProtoMessage]
     all += IssuerV1.EnrollResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.HeldSuspension.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerChangeTokenStatesRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerChangeTokenStatesResponse.samples() as [any ProtoMessage]
@@ -575,6 +576,7 @@ extension IssuerV1.AuthorizeDigitizationRequest {
         base.risk = CardV1.WalletRiskData.samples()[0]
         base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletNodeID = "wallet_node_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.heldSuspension = IssuerV1.HeldSuspension.samples()[0]
         return [base]
     }
 }
@@ -661,6 +663,19 @@ extension IssuerV1.EnrollResponse {
         base.referenceID = "reference_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551613
         base.maskedDestination = "masked_destination-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension IssuerV1.HeldSuspension {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.suspendedBy = "suspended_by-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.suspendedAtMs = 18446744073709551611
+        base.deleted = true
+        base.deletedAtMs = 18446744073709551609
         return [base]
     }
 }

@@ -20,6 +20,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Tokenet__Issuer__V1__CardEligibilityRequest Tokenet__Issuer__V1__CardEligibilityRequest;
 typedef struct Tokenet__Issuer__V1__CardEligibilityResponse Tokenet__Issuer__V1__CardEligibilityResponse;
 typedef struct Tokenet__Issuer__V1__AuthorizeDigitizationRequest Tokenet__Issuer__V1__AuthorizeDigitizationRequest;
+typedef struct Tokenet__Issuer__V1__HeldSuspension Tokenet__Issuer__V1__HeldSuspension;
 typedef struct Tokenet__Issuer__V1__AuthorizeDigitizationResponse Tokenet__Issuer__V1__AuthorizeDigitizationResponse;
 
 
@@ -80,10 +81,49 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationRequest
    * may open the issuer app for the token (IssuerAppToApp.OpenApp). Empty when the TSP does not know it.
    */
   char *wallet_node_id;
+  /*
+   * A suspension the issuer or the TSP placed on a token of this card in the same wallet (node and account) that
+   * still stands; unset when there is none. It stands while that token is SUSPENDED by them, and after the wallet
+   * deleted it while they held it SUSPENDED, until a later token of the card in that wallet account is activated.
+   * Deleting the card and adding it again would otherwise lift a suspension the wallet may not lift itself: the
+   * decision is the issuer's, and this node's own answer asks for ID&V at least (a rule that approves steps up
+   * instead). The TSP's stand-in declines such a card.
+   */
+  Tokenet__Issuer__V1__HeldSuspension *held_suspension;
 };
 #define TOKENET__ISSUER__V1__AUTHORIZE_DIGITIZATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__authorize_digitization_request__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+
+
+/*
+ * A token of the card suspended by a party above the wallet (see AuthorizeDigitizationRequest.held_suspension).
+ */
+struct  Tokenet__Issuer__V1__HeldSuspension
+{
+  ProtobufCMessage base;
+  /*
+   * The suspended token.
+   */
+  char *digital_card_id;
+  /*
+   * Who suspended it, as its history names the party: `issuer:ISSUER_ID`, `issuer-app:…` or `tsp`.
+   */
+  char *suspended_by;
+  /*
+   * Its reason code (e.g. FRAUD_SUSPECTED).
+   */
+  char *reason;
+  uint64_t suspended_at_ms;
+  /*
+   * The wallet deleted the token while it was suspended (at `deleted_at_ms`); false while it is still SUSPENDED.
+   */
+  protobuf_c_boolean deleted;
+  uint64_t deleted_at_ms;
+};
+#define TOKENET__ISSUER__V1__HELD_SUSPENSION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__held_suspension__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 struct  Tokenet__Issuer__V1__AuthorizeDigitizationResponse
@@ -170,6 +210,25 @@ Tokenet__Issuer__V1__AuthorizeDigitizationRequest *
 void   tokenet__issuer__v1__authorize_digitization_request__free_unpacked
                      (Tokenet__Issuer__V1__AuthorizeDigitizationRequest *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Issuer__V1__HeldSuspension methods */
+void   tokenet__issuer__v1__held_suspension__init
+                     (Tokenet__Issuer__V1__HeldSuspension         *message);
+size_t tokenet__issuer__v1__held_suspension__get_packed_size
+                     (const Tokenet__Issuer__V1__HeldSuspension   *message);
+size_t tokenet__issuer__v1__held_suspension__pack
+                     (const Tokenet__Issuer__V1__HeldSuspension   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__held_suspension__pack_to_buffer
+                     (const Tokenet__Issuer__V1__HeldSuspension   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__HeldSuspension *
+       tokenet__issuer__v1__held_suspension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__held_suspension__free_unpacked
+                     (Tokenet__Issuer__V1__HeldSuspension *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Issuer__V1__AuthorizeDigitizationResponse methods */
 void   tokenet__issuer__v1__authorize_digitization_response__init
                      (Tokenet__Issuer__V1__AuthorizeDigitizationResponse         *message);
@@ -199,6 +258,9 @@ typedef void (*Tokenet__Issuer__V1__CardEligibilityResponse_Closure)
                   void *closure_data);
 typedef void (*Tokenet__Issuer__V1__AuthorizeDigitizationRequest_Closure)
                  (const Tokenet__Issuer__V1__AuthorizeDigitizationRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Issuer__V1__HeldSuspension_Closure)
+                 (const Tokenet__Issuer__V1__HeldSuspension *message,
                   void *closure_data);
 typedef void (*Tokenet__Issuer__V1__AuthorizeDigitizationResponse_Closure)
                  (const Tokenet__Issuer__V1__AuthorizeDigitizationResponse *message,
@@ -242,6 +304,7 @@ void tokenet__issuer__v1__issuer_decisions__authorize_digitization(ProtobufCServ
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__card_eligibility_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__card_eligibility_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__held_suspension__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__issuer__v1__issuer_decisions__descriptor;
 
