@@ -29,9 +29,10 @@ struct DigitizationOutcome: Sendable, Equatable {
                 decidedBy: "issuer")
         case .declined:
             // The issuer's words go to the wallet, the history and the logs: a card number in them is masked, as in
-            // every text a party sends outside encrypted card data.
+            // every text a party sends outside encrypted card data, and cut to a length a screen shows.
             let why =
-                response.reason.isEmpty ? "the issuer declined the card for this wallet" : maskPAN(response.reason)
+                response.reason.isEmpty
+                ? "the issuer declined the card for this wallet" : TSPService.peerText(response.reason)
             return DigitizationOutcome(
                 decision: .declined, state: .deactivated, reason: "issuer declined: \(why)", idvMethods: [],
                 declineReason: why, decidedBy: "issuer")
@@ -72,7 +73,7 @@ struct DigitizationOutcome: Sendable, Equatable {
     /// not its own, it may not be asked): it was reached, so the stand-in, which stands in for an issuer that cannot
     /// be reached or is too slow, does not decide. The card is declined with the issuer's words.
     static func issuerRefused(code: String, message: String) -> DigitizationOutcome {
-        let why = "the issuer refused the request (\(code)): \(maskPAN(message))"
+        let why = "the issuer refused the request (\(code)): \(TSPService.peerText(message))"
         return DigitizationOutcome(
             decision: .declined, state: .deactivated, reason: why, idvMethods: [], declineReason: why,
             decidedBy: "tsp")

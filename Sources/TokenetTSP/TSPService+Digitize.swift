@@ -29,6 +29,7 @@ extension TSPService {
             throw TSPError(
                 .invalidArgument, "device.device_id is required: the device the eligibility check was made for")
         }
+        if let device = request.device { try Self.checkDevice(device) }
         if let risk = request.risk { try Self.checkRisk(risk) }
         try await expireAbandonedStepUps(traceID: traceID, log: log)
         let start = try store.beginDigitization(

@@ -15,8 +15,8 @@ extension TSPService {
         guard let deviceID = request.device?.deviceID, !deviceID.isEmpty else {
             throw TSPError(.invalidArgument, "device.device_id is required: a token is bound to one device")
         }
-        try Self.requireNoCardNumber(request.walletAccountID, field: "wallet_account_id")
-        try Self.requireNoCardNumber(deviceID, field: "device.device_id")
+        try Self.requireWalletAccountID(request.walletAccountID)
+        try Self.checkDevice(request.device ?? .init(deviceID: deviceID))
         let inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
         // Kept with the receipt and told to the issuer, whose decision may rest on it: a value no one declared would
         // reach it as a number it cannot read.
@@ -89,6 +89,26 @@ extension TSPService {
         try requireNoCardNumber(value, field: field)
         if let problem = IdentifierRules.problem(value) {
             throw TSPError(.invalidArgument, "\(field) must be \(problem), as a wallet's account ids are")
+        }
+    }
+
+    /// Refuses device fields no wallet sends (`IdentifierRules`: an id of 1 to 64 characters, names and versions of
+    /// at most 64, or empty). They are kept with the receipt and the token, shown in listings, and told to the issuer
+    /// (STAND_IN_ADVICE carries them): a device name of 70 KB made the advice too large to send, and a line break in
+    /// one forged a log line.
+    static func checkDevice(_ device: CardV1.DeviceInfo) throws {
+        try requireNoCardNumber(device.deviceID, field: "device.device_id")
+        if let problem = IdentifierRules.problem(device.deviceID) {
+            throw TSPError(.invalidArgument, "device.device_id must be \(problem)")
+        }
+        let names = [
+            ("device.device_type", device.deviceType), ("device.device_name", device.deviceName),
+            ("device.os_name", device.osName), ("device.os_version", device.osVersion),
+        ]
+        for (field, value) in names where !value.isEmpty {
+            if let problem = IdentifierRules.problem(value, spaces: true) {
+                throw TSPError(.invalidArgument, "\(field) must be \(problem), or left empty")
+            }
         }
     }
 
@@ -168,9 +188,11 @@ extension TSPService {
             // TSP's own checks do not stand in for an issuer that answered.
             let code = error.code.protoValueName ?? String(error.code.rawValue)
             log.warning("issuer refused the eligibility check", ["issuer": issuer.id, "code": code])
+            // Masked as Digitize masks the issuer's words: this answer goes back in a response body, which nothing
+            // else masks, to a wallet that shows it.
             return EligibilityRules.Ineligible(
-                reason: .issuerDeclined, message: "the issuer refused the eligibility check (\(code)): \(error.message)"
-            )
+                reason: .issuerDeclined,
+                message: "the issuer refused the eligibility check (\(code)): \(Self.peerText(error.message))")
         } catch {
             // Cancelled because the caller gave up, the issuer is not to blame: the caller says so.
             guard !Task.isCancelled else { return nil }
@@ -181,9 +203,18 @@ extension TSPService {
         }
         guard !answer.eligible else { return nil }
         let why =
-            answer.reason.isEmpty ? "the card issuer does not allow this card in this wallet" : maskPAN(answer.reason)
+            answer.reason.isEmpty
+            ? "the card issuer does not allow this card in this wallet" : Self.peerText(answer.reason)
         log.info("issuer declined eligibility", ["issuer": issuer.id, "last4": card.last4])
         return EligibilityRules.Ineligible(reason: .issuerDeclined, message: why)
+    }
+
+    /// An issuer's words as the wallet is given them: card numbers masked, cut to 500 characters (an answer is
+    /// shown in a wallet's screen and kept with nothing else; a 4 MiB reason was passed on whole).
+    static func peerText(_ text: String) -> String {
+        let masked = maskPAN(text)
+        guard masked.count > 500 else { return masked }
+        return String(masked.prefix(500)) + "…"
     }
 
     /// Card data re-encrypted as a JWE to the issuer's registered key.

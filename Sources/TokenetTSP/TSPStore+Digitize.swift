@@ -197,8 +197,10 @@ extension TSPStore {
                     ).map(Self.token(from:))
                 else { throw TSPError(.internal, "a pending digitization lost its token") }
                 var outcome = outcome
-                let deletedMeanwhile = token.state == .deactivated && pending.token.state != .deactivated
-                if deletedMeanwhile {
+                // Deleted before this decision: while the issuer decided, or before a retry that resumed it (then the
+                // outcome says so already).
+                let deletedBefore = token.state == .deactivated
+                if deletedBefore, pending.token.state != .deactivated {
                     let deletion = try tx.queryOne(
                         """
                         SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ?
@@ -232,7 +234,7 @@ extension TSPStore {
                 let from = token.state
                 // A token deleted meanwhile is left as its delete left it (state, version, who decided): only the
                 // history says that a decision came after.
-                if !deletedMeanwhile {
+                if !deletedBefore {
                     token.state = lifecycle.state
                     token.stateVersion += 1
                     token.decidedBy = outcome.decidedBy

@@ -194,6 +194,52 @@ import TokenetWire
         }
     }
 
+    /// Account and device fields no wallet sends are refused at the door: they are kept with the receipt and the
+    /// token, listed, logged, and told to the issuer (a 70 KB device name made its stand-in advice unsendable).
+    @Test func accountAndDeviceFieldsAreChecked() async throws {
+        let tsp = try TSPHarness.make()
+        let data = try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))
+        await expectRPCError(.invalidArgument, "wallet_account_id must be 1 to 64 characters") {
+            try await tsp.checkEligibility(.encryptedCardData(data), account: "account\u{1F}1")
+        }
+        await expectRPCError(.invalidArgument, "device.device_id must be 1 to 64 characters") {
+            try await tsp.checkEligibility(
+                .encryptedCardData(data), device: CardV1.DeviceInfo(deviceID: String(repeating: "d", count: 65)))
+        }
+        await expectRPCError(.invalidArgument, "device.device_name must be 1 to 64 characters") {
+            try await tsp.checkEligibility(
+                .encryptedCardData(data),
+                device: CardV1.DeviceInfo(deviceID: "d-1", deviceName: String(repeating: "n", count: 70_000)))
+        }
+        await expectRPCError(.invalidArgument, "device.os_version must be") {
+            try await tsp.checkEligibility(
+                .encryptedCardData(data), device: CardV1.DeviceInfo(deviceID: "d-1", osVersion: "17\n.1"))
+        }
+        // The receipt's device is checked at Digitize too, where its other fields may differ.
+        let eligibility = try await tsp.eligibleVisa()
+        var device = TSPHarness.device
+        device.deviceName = "Ann\u{202E}s phone"
+        await expectRPCError(.invalidArgument, "device.device_name must be") {
+            try await tsp.digitize(eligibility, device: device)
+        }
+        device.deviceName = "Ann's phone"
+        #expect(try await tsp.digitize(eligibility, device: device).tokenState == .active)
+    }
+
+    /// An issuer's refusal goes back in the answer's body, which nothing else masks: a card number in it is masked
+    /// and its length is cut.
+    @Test func anIssuersRefusalIsMaskedAndCut() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        tsp.issuer.set(.refuseWith("card 4111111111111111 unknown" + String(repeating: "!", count: 10_000)))
+        let answer = try await tsp.checkEligibility(pan: TSPHarness.visa)
+        #expect(!answer.eligible && answer.reason == .issuerDeclined)
+        #expect(
+            answer.reasonMessage.hasPrefix(
+                "the issuer refused the eligibility check (NOT_FOUND): card ************1111 unknown!"))
+        #expect(answer.reasonMessage.count < 600 && answer.reasonMessage.hasSuffix("…"))
+    }
+
     @Test(arguments: [("es-ES", "es"), ("es-MX", "es"), ("es", "es"), ("fr-FR", "en"), ("", "en"), ("en-GB", "en")])
     func termsLanguageFallsBackToEnglish(tag: String, expected: String) async throws {
         let tsp = try TSPHarness.make()

@@ -19,6 +19,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         case unavailable
         /// Answers with an error that refuses the question (the card data is not for this issuer).
         case refuse
+        /// Refuses both questions with NOT_FOUND and these words.
+        case refuseWith(String)
         /// Answers with no decision at all.
         case unspecified
         /// Asks for a step-up and offers no method.
@@ -65,8 +67,10 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         -> IssuerV1.CardEligibilityResponse
     {
         _ = try decrypt(request.encryptedCardData)
-        if case .refuse = state.withLock({ $0.decision }) {
-            throw RPCError(.invalidArgument, "card data is not encrypted to the issuer's registered key")
+        switch state.withLock({ $0.decision }) {
+        case .refuse: throw RPCError(.invalidArgument, "card data is not encrypted to the issuer's registered key")
+        case .refuseWith(let message): throw RPCError(.notFound, message)
+        default: break
         }
         let (eligible, reason, slow) = state.withLock { ($0.eligible, $0.eligibilityReason, $0.slowEligibility) }
         if slow { try await Task.sleep(for: .seconds(60)) }
@@ -121,6 +125,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
             throw RPCError(.unavailable, "issuer host is down")
         case .refuse:
             throw RPCError(.invalidArgument, "card data is not encrypted to the issuer's registered key")
+        case .refuseWith(let message):
+            throw RPCError(.notFound, message)
         case .unspecified:
             return IssuerV1.AuthorizeDigitizationResponse()
         case .stepUpWithoutMethods:

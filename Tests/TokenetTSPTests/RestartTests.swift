@@ -79,6 +79,8 @@ import TokenetWire
         let id = pending.token.digitalCardID
         _ = try await LifecycleTests.lifecycle(second, as: LifecycleTests.operator1).changeTokenState(
             LifecycleTests.change(id, .delete, "FRAUD_SUSPECTED"))
+        let issuerView = IssuerTokensTests.updates(second, as: LifecycleTests.issuer1)
+        let deleted = try await issuerView.getIssuerTokens(.init()).tokens
         let response = try await second.digitize(eligibility, requestID: "req-deleted")
         #expect(response.decision == .declined)
         #expect(response.tokenState == .deactivated)
@@ -89,6 +91,9 @@ import TokenetWire
         #expect(second.issuer.state.withLock { $0.authorizations } == 0)
         let history = try await second.control.tokenHistory(.init(digitalCardID: id)).events
         #expect(!history.contains { $0.reason.contains("issuer approved") })
+        // The token stays as its delete left it (version, who decided): the parties were told that version.
+        #expect(try await issuerView.getIssuerTokens(.init()).tokens == deleted)
+        #expect(deleted.map(\.stateVersion) == [2])
         // Answered for good: another retry gives the same answer, still without the issuer.
         #expect(try await second.digitize(eligibility, requestID: "req-deleted") == response)
         #expect(second.issuer.state.withLock { $0.authorizations } == 0)
