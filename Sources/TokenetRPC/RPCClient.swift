@@ -13,6 +13,14 @@ extension CallOptions {
         return CallOptions(timeout: leavingRoomToAnswer(deadline - .now))
     }
 
+    /// `answeringInTime`, and at most `limit`: a handler's call to a party it gives `limit` at most, with room left
+    /// in the served call to act on that party's silence (a TSP applying its stand-in rule) and answer. With only
+    /// `limit`, a caller whose deadline was shorter ended both at once, and the fallback never ran.
+    public static func answeringInTime(atMost limit: Duration) -> CallOptions {
+        guard let deadline = ServerContext.current?.deadline else { return CallOptions(timeout: limit) }
+        return CallOptions(timeout: min(limit, leavingRoomToAnswer(deadline - .now)))
+    }
+
     /// The part of `remaining` a handler's own call is given (`answeringInTime`).
     public static func leavingRoomToAnswer(_ remaining: Duration) -> Duration {
         remaining - min(.seconds(1), remaining / 5)

@@ -300,7 +300,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 IssuerV1.SendOtpRequest(
                     digitalCardID: token.digitalCardID, methodID: method.id, type: method.type, code: code,
                     expiresAtMs: expiresAtMs),
-                options: CallOptions(timeout: tsp.configuration.issuerDeadline))
+                options: .answeringInTime(atMost: tsp.configuration.issuerDeadline))
             return answer.maskedDestination.isEmpty ? method.maskedValue : maskPAN(answer.maskedDestination)
         } catch {
             let error = error as? RPCError ?? RPCError(.internal, "\(error)")

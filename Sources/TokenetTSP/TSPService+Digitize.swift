@@ -138,6 +138,7 @@ extension TSPService {
         _ pending: PendingDigitization, request: TspV1.DigitizeRequest, held: HeldSuspension?, log: Logger
     ) async -> DigitizationOutcome? {
         let problem: String
+        let options = CallOptions.answeringInTime(atMost: configuration.issuerDeadline)
         do {
             guard let issuerRecord = try store.issuers().first(where: { $0.id == pending.token.issuerID }) else {
                 throw TSPError(.internal, "issuer \(pending.token.issuerID) is no longer registered")
@@ -154,7 +155,7 @@ extension TSPService {
             question.walletNodeID = pending.token.walletNodeID ?? ""
             question.heldSuspension = held?.wire
             let answer = try await issuers.decisions(for: issuerRecord).authorizeDigitization(
-                question, options: CallOptions(timeout: configuration.issuerDeadline))
+                question, options: options)
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
             if Task.isCancelled { return nil }
             problem =
@@ -178,6 +179,9 @@ extension TSPService {
             // "issuer unavailable: DEADLINE_EXCEEDED" told an operator less than what happened.
             problem =
                 switch error.code {
+                case .deadlineExceeded where (options.timeout ?? .zero) < configuration.issuerDeadline:
+                    "the issuer did not answer within \(DurationText.describe(options.timeout ?? .zero)) (what the "
+                        + "wallet's deadline left)"
                 case .deadlineExceeded:
                     "the issuer did not answer within \(DurationText.describe(configuration.issuerDeadline))"
                 // The runtime marks the failures of its own side; an UNAVAILABLE without a mark is the issuer's

@@ -182,7 +182,7 @@ extension TSPService {
             question.inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
             question.walletAccountID = request.walletAccountID
             answer = try await issuers.decisions(for: issuer).checkCardEligibility(
-                question, options: CallOptions(timeout: configuration.issuerDeadline))
+                question, options: .answeringInTime(atMost: configuration.issuerDeadline))
         } catch let error as RPCError where DigitizationOutcome.refusals.contains(error.code) && !Task.isCancelled {
             // Reached, and refusing the question (the card data is not for it, the request is wrong for it): the
             // TSP's own checks do not stand in for an issuer that answered.

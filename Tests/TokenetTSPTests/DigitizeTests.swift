@@ -175,6 +175,36 @@ import TokenetWire
         #expect(history.events.last?.reason.contains("the issuer did not answer within ") == true)
     }
 
+    /// A wallet whose deadline is shorter than the issuer's is answered in it: the issuer is given what the
+    /// wallet's deadline leaves, less room to decide without it. Given all of it, the issuer's call and the
+    /// wallet's ended at once: the wallet got UNAVAILABLE, the digitization stayed pending, and every retry asked
+    /// the issuer again, so the stand-in never decided. Eligibility's own checks stand the same way.
+    @Test func aWalletDeadlineShorterThanTheIssuersLeavesTheStandInTimeToDecide() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        tsp.issuer.set(.slow)
+        tsp.issuer.state.withLock { $0.slowEligibility = true }
+        let options = CallOptions(timeout: .seconds(3))
+        let eligibility = try await tsp.wallet.checkEligibility(
+            TspV1.CheckEligibilityRequest(
+                requestID: UUID().uuidString, eligibilityData: TspV1.EligibilityData(inputMethod: .manual),
+                walletAccountID: TSPHarness.account, device: TSPHarness.device,
+                instrument: .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)))),
+            options: options)
+        #expect(eligibility.eligible)
+        var request = TspV1.DigitizeRequest(
+            requestID: UUID().uuidString, eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk)
+        if case .termsAndConditions(let terms) = eligibility.terms {
+            request.acceptedTermsID = terms.id
+            request.termsAcceptedAtMs = tsp.clock.now.unixMilliseconds
+        }
+        let response = try await tsp.wallet.digitize(request, options: options)
+        #expect(response.decision == .approved && response.decidedBy == "stand-in")
+        let history = try await tsp.control.tokenHistory(.init(digitalCardID: response.digitalCardID))
+        #expect(history.events.last?.reason.contains("(what the wallet's deadline left)") == true, "\(history)")
+    }
+
     @Test func unavailableIssuerMeansStandInDeclineForHighRisk() async throws {
         let tsp = try TSPHarness.make()
         tsp.issuer.set(.unavailable)
