@@ -50,6 +50,21 @@ extension NotificationBroker {
                 ])
         }
         commitPending(flushWrittenBehind: true)
+        // A commit that failed here (the disk full, the file locked past the busy timeout) leaves the rows in the
+        // journal, and nothing would publish them before the next change's messages overtook them (a RESUME ahead
+        // of the SUSPENDED it follows): the start stops instead, with the cause logged by the commit.
+        let left: Int
+        do {
+            left = try store.journaled().count
+        } catch {
+            throw TSPError.internal("reading the notification journal", error)
+        }
+        guard left == 0 else {
+            throw TSPError(
+                .unavailable,
+                "\(left) journaled notification(s) could not be stored for delivery at start (the error above says "
+                    + "why); they stay journaled: mend the cause and start the node again")
+        }
         logger.info("journaled notifications published at start", ["count": "\(entries.count - refused.count)"])
     }
 }

@@ -135,6 +135,38 @@ import TokenetWire
 }
 
 extension NotificationJournalTests {
+    /// Journaled notifications the broker cannot store at start stop the start: served anyway, the node left them
+    /// journaled with nothing to publish them, and the next change's messages overtook them.
+    @Test func aJournalThatCannotBeStoredAtStartStopsTheStart() async throws {
+        let tsp = try TSPHarness.make()
+        let token = try #require(try await tsp.activeTokens(1).first)
+        let store = try TSPStore.open(
+            path: tsp.directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
+        _ = try store.changeTokenState(
+            token, event: .suspend, actor: "tsp", reason: "LOST_CARD", traceID: "trace-1",
+            nowMs: tsp.clock.now.unixMilliseconds,
+            announce: { TSPService.cardState($0, reason: "LOST_CARD", initiator: "tsp") }, authorize: { _ in })
+        try store.database.executeScript(
+            "CREATE TRIGGER refuse BEFORE INSERT ON notifications BEGIN SELECT RAISE(ABORT, 'no room'); END;")
+        try store.database.close()
+
+        let refused = #expect(throws: NodeError.self) {
+            _ = try TSPHarness.make(directory: tsp.directory, clock: tsp.clock)
+        }
+        #expect(
+            refused?.description.contains(
+                "1 journaled notification(s) could not be stored for delivery at start") == true,
+            "\(String(describing: refused))")
+
+        let mended = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        try mended.executeScript("DROP TRIGGER refuse;")
+        try mended.close()
+        let restarted = try TSPHarness.make(directory: tsp.directory, clock: tsp.clock)
+        let wallet = TspV1.Notifications.Client(
+            TSPHarness.connect(restarted.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1")))
+        #expect(try await wallet.queueStatus(TspV1.QueueStatusRequest()).pending == 1)
+    }
+
     /// The broker failed to take a suspension's CARD_STATE; the resumption that follows must not overtake it, or
     /// the wallet, which applies the state a message carries, would end on SUSPENDED.
     @Test func aMessageTheBrokerCouldNotTakeGoesOutBeforeTheNextOnes() async throws {
