@@ -20,6 +20,14 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 throw TSPError(
                     .invalidArgument, "at most \(LifecycleService.maximumIssuerBatch) tokens per renewal")
             }
+            // Carried to the wallets and the issuer app in CARD_RENEWAL: an id no listing could show (a line break,
+            // a card number) or one of 40 KB, which made the message too large to send after the renewal stood.
+            for (field, id) in [("previous_card_id", request.previousCardID), ("new_card_id", request.newCardID)]
+            where !id.isEmpty {
+                if let problem = IdentifierRules.problem(id) {
+                    throw TSPError(.invalidArgument, "\(field) must be \(problem), or left empty")
+                }
+            }
             let card = try tsp.decryptCardData(request.cardData, field: "card_data")
             let pan: PAN
             do { pan = try card.pan() } catch {

@@ -329,6 +329,13 @@ extension TSPStore {
                         id, digitalCardID, Int64(issued), Int64(remainingBefore), Int64(nowMs),
                         requestID.isEmpty ? nil : requestID,
                     ])
+                // A token keeps its latest batches only: a wallet asking in a loop grew the table without end. A
+                // retry names a recent request, whose batch is kept.
+                _ = try tx.execute(
+                    """
+                    DELETE FROM key_batches WHERE digital_card_id = ? AND rowid <= (
+                        SELECT rowid FROM key_batches WHERE digital_card_id = ? ORDER BY rowid DESC LIMIT 1 OFFSET ?)
+                    """, [digitalCardID, digitalCardID, Int64(Self.keptKeyBatches)])
                 return KeyBatch(id: id, issued: issued, reissued: false)
             }, announce: { batch in batch.reissued ? [] : announcements })
     }
@@ -340,6 +347,9 @@ extension TSPStore {
         let issued: UInt32
         let reissued: Bool
     }
+
+    /// How many of a token's latest key batches are kept (`insertKeyBatch`).
+    static let keptKeyBatches = 100
 
     func keyBatchCount(of digitalCardID: String) throws -> Int {
         Int(

@@ -31,6 +31,26 @@ import TokenetCard
         #expect(try fixture.store.keyBatchCount(of: "D2") == 1)
     }
 
+    /// A token keeps its latest batches only, whatever a wallet asking in a loop sends; a recent request id is still
+    /// answered with its batch, and another token's batches are not touched.
+    @Test func aTokenKeepsItsLatestBatchesOnly() throws {
+        let fixture = try SameCardStoreTests.Fixture()
+        try fixture.token("D1", state: .active)
+        try fixture.token("D2", state: .active)
+        _ = try fixture.store.insertKeyBatch(id: "other", digitalCardID: "D2", issued: 10, remainingBefore: 0, nowMs: 1)
+        let kept = TSPStore.keptKeyBatches
+        for index in 0..<(kept + 30) {
+            _ = try fixture.store.insertKeyBatch(
+                id: "b\(index)", digitalCardID: "D1", issued: 10, remainingBefore: 0, requestID: "r\(index)",
+                nowMs: UInt64(index))
+        }
+        #expect(try fixture.store.keyBatchCount(of: "D1") == kept)
+        #expect(try fixture.store.keyBatchCount(of: "D2") == 1)
+        let recent = try fixture.store.insertKeyBatch(
+            id: "again", digitalCardID: "D1", issued: 10, remainingBefore: 0, requestID: "r\(kept + 29)", nowMs: 999)
+        #expect(recent.value == .init(id: "b\(kept + 29)", issued: 10, reissued: true))
+    }
+
     @Test(arguments: [TokenLifecycleStateMachine.State.inactive, .suspended, .deactivated])
     func aTokenThatNoLongerPaysGetsNoBatch(_ state: TokenLifecycleStateMachine.State) throws {
         let fixture = try SameCardStoreTests.Fixture()

@@ -365,6 +365,18 @@ import TokenetWire
             try await Self.updates(tsp, as: LifecycleTests.issuer2).renewCard(
                 .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
         }
+        // The card ids go to the wallet and the issuer app as they are: one no listing could show, or too large for
+        // the message, is refused before anything is renewed.
+        for (previous, new) in [("card\nvisa", "card-visa-2031"), ("card-visa", String(repeating: "c", count: 40_000))]
+        {
+            await expectRPCError(.invalidArgument, "must be 1 to 64 characters") {
+                try await updates.renewCard(
+                    .init(
+                        digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed), previousCardID: previous,
+                        newCardID: new))
+            }
+        }
+        #expect(tsp.published.of("CARD_RENEWAL").count == 1)
     }
 
     /// A repeat of a renewal whose calls were applied in part (their answers lost) renews the tokens still on the old

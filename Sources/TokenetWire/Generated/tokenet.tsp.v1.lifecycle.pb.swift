@@ -1286,7 +1286,8 @@ extension TspV1 {
         )
 
         /// A new batch of limited-use payment keys for a token of the calling wallet (FAILED_PRECONDITION unless the token
-        /// is ACTIVE), or, asked again with an earlier request's request_id, the batch issued for that request.
+        /// is ACTIVE), or, asked again with an earlier request's request_id, the batch issued for that request. The TSP keeps
+        /// a token's latest 100 batches: a request older than those is answered with a new batch.
         public static let replenishPaymentKeys = MethodDescriptor<TspV1.ReplenishPaymentKeysRequest, TspV1.ReplenishPaymentKeysResponse>(
             service: serviceName, name: "ReplenishPaymentKeys", kind: .unary, allowedRoles: ["wallet"]
         )
