@@ -57,7 +57,7 @@ public struct NodeContext: Sendable {
         let onLinkChange: @Sendable (RPCChannel.LinkChange) -> Void = { [logger, outgoing, options] change in
             guard outgoing.isNews(change, peer: peer) else { return }
             switch change {
-            case .unreachable(let reason):
+            case .unreachable(let reason, _):
                 let hint = PeerCertificateHint.calling(reason, ca: options.caPath).map { ": \($0)" } ?? ""
                 logger.warning(
                     "cannot reach \(peer)\(hint); calls to it retry with backoff, each for up to "

@@ -16,8 +16,9 @@ public final class NodeOutgoing: Sendable {
         /// Work asked for before `startHeld()`: nil once it was called (or when nothing is held).
         var held: [@Sendable () async -> Void]?
         var stopping = false
-        /// The peers (by the channel's description) a channel last found unreachable.
-        var unreachable: Set<String> = []
+        /// The peers (by the channel's description) a channel last found unreachable, with the kind of reason
+        /// logged (`RPCChannel.LinkChange`; nil while only attempts cut short by their calls were seen).
+        var unreachable: [String: String?] = [:]
     }
 
     private let state: Mutex<State>
@@ -45,12 +46,21 @@ public final class NodeOutgoing: Sendable {
 
     /// Whether a link change of one of the channels to `peer` is news: a node has more than one channel to a peer
     /// (its calls, and its notification subscription, to the TSP), and each said the same "cannot reach" and
-    /// "reached again", so every line came twice.
+    /// "reached again", so every line came twice. Another kind of reason while the peer stays unreachable is news
+    /// too (a TSP that was down comes back with a certificate this node refuses).
     public func isNews(_ change: RPCChannel.LinkChange, peer: String) -> Bool {
         state.withLock { state in
             switch change {
-            case .unreachable: state.unreachable.insert(peer).inserted
-            case .reachable: state.unreachable.remove(peer) != nil
+            case .unreachable(_, let kind):
+                guard let logged = state.unreachable[peer] else {
+                    state.unreachable[peer] = .some(kind)
+                    return true
+                }
+                guard let kind else { return false }
+                state.unreachable[peer] = .some(kind)
+                return logged != nil && logged != kind
+            case .reachable:
+                return state.unreachable.removeValue(forKey: peer) != nil
             }
         }
     }

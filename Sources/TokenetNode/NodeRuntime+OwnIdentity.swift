@@ -77,6 +77,34 @@ extension NodeRuntime {
             + "of one Tools/gen-certs directory (--ca is the CA's certificate, ca.pem, not a node's)"
     }
 
+    /// Watches the certificate of a node that runs on: it warns once the certificate comes within `expiryWarning` of
+    /// its end (a node started before that said nothing), and logs an error when it ends. Past that moment every
+    /// peer refuses new connections to or from the node, and its log showed only handshake failures.
+    static func watchExpiry(_ expiry: Date?, certificate: String?, logger: Logger) -> Task<Void, Never>? {
+        guard let expiry else { return nil }
+        return Task.detached {
+            /// Sleeps until `moment` (in steps of at most a day, so that the wall clock's changes are followed);
+            /// false when the node stopped first.
+            func sleep(until moment: Date) async -> Bool {
+                while true {
+                    let left = moment.timeIntervalSinceNow
+                    guard left > 0 else { return true }
+                    guard (try? await Task.sleep(for: .seconds(min(left, 86_400)))) != nil else { return false }
+                }
+            }
+            let warnAt = expiry.addingTimeInterval(-expiryWarning)
+            if warnAt > Date() {
+                guard await sleep(until: warnAt) else { return }
+                if let warning = expiryWarning(expiry, certificate: certificate) { logger.warning(warning) }
+            }
+            guard await sleep(until: expiry) else { return }
+            logger.error(
+                "this node's certificate \(certificate ?? "") has expired: its peers refuse every new connection to "
+                    + "or from it (connections open now go on); make a new one with Tools/gen-certs and restart the "
+                    + "node")
+        }
+    }
+
     /// How long before its certificate expires a node warns at start.
     static let expiryWarning: TimeInterval = 7 * 86_400
 

@@ -14,11 +14,15 @@ public final class NodeRuntime: Sendable {
     private let dataDirectoryLock: DataDirectoryLock
     /// The ready file this node wrote: only that file is removed at stop, not whatever took its path since.
     private let readyFileWritten: ReadyFile.Written?
+    /// `watchExpiry`'s task, ended at stop.
+    private let expiryWatch: Task<Void, Never>?
 
     private init(
         spec: NodeSpec, options: NodeOptions, logger: Logger, listener: any NodeListener, ready: ReadyInfo,
-        dataDirectoryLock: DataDirectoryLock, readyFileWritten: ReadyFile.Written?
+        dataDirectoryLock: DataDirectoryLock, readyFileWritten: ReadyFile.Written?,
+        expiryWatch: Task<Void, Never>? = nil
     ) {
+        self.expiryWatch = expiryWatch
         self.spec = spec
         self.options = options
         self.logger = logger
@@ -83,6 +87,21 @@ public final class NodeRuntime: Sendable {
         let expiry = try checkOwnIdentity(options, spec: spec)
         if let warning = expiryWarning(expiry, certificate: options.certificatePath) {
             logger.warning(warning)
+        }
+        if !options.plaintext {
+            let keyLog: String?
+            do {
+                keyLog = try TLSContext.keyLogFile(in: ProcessInfo.processInfo.environment)
+            } catch {
+                throw NodeError(.config, error.message)
+            }
+            // Said as loudly as --plaintext: an exported SSLKEYLOGFILE left in a shell recorded every session's
+            // secrets without a word.
+            if let keyLog {
+                logger.warning(
+                    "SSLKEYLOGFILE is set: the TLS secrets of every connection of this node are written to \(keyLog), "
+                        + "so a capture of its traffic can be decrypted; unset it unless you are capturing")
+            }
         }
         // Before anything is made: a wallet started without --tsp made its data directory, then stopped.
         if let missing = spec.requiredPeers.first(where: { options.peers[$0] == nil }) {
@@ -156,12 +175,14 @@ public final class NodeRuntime: Sendable {
         }
         return NodeRuntime(
             spec: spec, options: options, logger: logger, listener: listener, ready: ready, dataDirectoryLock: lock,
-            readyFileWritten: written)
+            readyFileWritten: written,
+            expiryWatch: watchExpiry(expiry, certificate: options.certificatePath, logger: logger))
     }
 
     /// Stops accepting, waits for the listener to drain, and withdraws the ready file: a node that is stopping
     /// must not look ready to anyone polling for it.
     public func stop() {
+        expiryWatch?.cancel()
         listener.stop()
         readyFileWritten?.remove()
         dataDirectoryLock.release()

@@ -1,6 +1,5 @@
-/// What a node says of a handshake that failed for the peer's PKI, by OpenSSL's words: a peer of another
-/// deployment's CA read only "self-signed certificate in certificate chain" on the calling side and "tlsv1 alert
-/// unknown ca" on the serving side, where the CLI says which CA to give.
+/// What a failed TLS handshake with a peer means for the deployment, read from OpenSSL's words: the CA at fault,
+/// or the certificate that has expired, on each side.
 enum PeerCertificateHint {
     /// OpenSSL's words for a certificate signed by no CA this side trusts.
     static let untrusted = [
@@ -8,19 +7,41 @@ enum PeerCertificateHint {
         "unable to verify the first certificate", "certificate signature failure",
     ]
 
-    /// The calling side refused the peer's certificate as signed by no CA it trusts.
+    static let renew = "make a new one with Tools/gen-certs (or tokenet pki init) and restart"
+
+    /// A call to the peer failed on a certificate: the peer's refused here, or this node's refused by the peer
+    /// (which, in TLS 1.3, this side learns at its first read, as "the server refused this client's certificate").
     static func calling(_ failure: String, ca: String?) -> String? {
-        guard failure.contains("peer certificate rejected"), untrusted.contains(where: failure.contains) else {
-            return nil
+        if failure.contains("refused this client's certificate") {
+            if failure.contains("certificate expired") {
+                return "it refuses this node's certificate (--cert), which has expired: \(renew) this node"
+            }
+            if failure.lowercased().contains("unknown ca") {
+                return "it does not trust the CA of this node's certificate (--cert): both nodes need certificates "
+                    + "of one PKI (one Tools/gen-certs or tokenet pki init directory)"
+            }
+            return "it refuses this node's certificate (--cert)"
         }
+        guard failure.contains("peer certificate rejected") else { return nil }
+        if failure.contains("certificate has expired") {
+            return "its certificate has expired: \(renew) that node"
+        }
+        guard untrusted.contains(where: failure.contains) else { return nil }
         return "its certificate is not signed by the CA of --ca\(ca.map { " (\($0))" } ?? ""): both nodes need "
             + "certificates of one PKI (one Tools/gen-certs or tokenet pki init directory)"
     }
 
-    /// The peer refused this node's certificate as signed by no CA it trusts, or this node refused the peer's.
+    /// The peer refused this node's certificate (its CA unknown, or the certificate expired), or this node refused
+    /// the peer's.
     static func serving(_ failure: String) -> String? {
         if failure.contains("alert unknown ca") {
             return "the peer does not trust this node's CA: it was given the CA of another PKI (its --ca or --cacert)"
+        }
+        if failure.contains("alert certificate expired") {
+            return "the peer refuses this node's certificate (--cert), which has expired: \(renew) this node"
+        }
+        if failure.contains("peer certificate rejected"), failure.contains("certificate has expired") {
+            return "the peer's certificate has expired: it needs a new one (Tools/gen-certs or tokenet pki init)"
         }
         if failure.contains("peer certificate rejected"), untrusted.contains(where: failure.contains) {
             return "the peer's certificate is not signed by the CA of this node's --ca: it belongs to another PKI"

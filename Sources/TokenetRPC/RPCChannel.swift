@@ -126,7 +126,9 @@ public final class RPCChannel: RPCCaller {
     /// first), and the first connection after failed attempts, each once, for the owner's log. Between them calls
     /// fail with their own errors; these say when the link itself went and came back.
     public enum LinkChange: Sendable, Equatable {
-        case unreachable(reason: String)
+        /// `kind` tells one reason from another (`failureKind`): nil for an attempt its call's deadline or cancel
+        /// cut short, which says nothing new about the peer.
+        case unreachable(reason: String, kind: String? = nil)
         case reachable(afterFailedAttempts: Int)
     }
 
@@ -441,7 +443,14 @@ public final class RPCChannel: RPCCaller {
         do {
             if let notBefore, notBefore > .now { try await Task.sleep(until: notBefore, clock: .continuous) }
             let stream = try await withDeadline(deadline) { try await self.connector() }
-            outcome = .success(RPCClient(stream: stream, settings: settings, timers: timers))
+            let client = RPCClient(stream: stream, settings: settings, timers: timers)
+            do {
+                try await greeted(client, before: deadline)
+            } catch {
+                Task { await client.close() }
+                throw error
+            }
+            outcome = .success(client)
         } catch {
             outcome = .failure(error)
         }
@@ -458,9 +467,36 @@ public final class RPCChannel: RPCCaller {
         if Self.isLasting(error) {
             throw unavailable(error, attempts: 1)
         }
+        // A peer that was reached but said nothing before the call's deadline: the call ran out of time, as it
+        // would have on a connection made earlier.
+        if let error = error as? RPCError, error.code == .deadlineExceeded, error.cause is NotConnected {
+            throw error
+        }
         if let deadline, ContinuousClock.now >= deadline {
             throw unavailable(error, attempts: failures + 1)
         }
+    }
+
+    /// Returns once the server behind `client` has greeted it (`RPCConnection.waitForPeerHello`): only then is the
+    /// peer reached. A server that refused this node's certificate ended the connection here, after a handshake
+    /// that had looked complete from this side. The wait is bounded by the call's deadline, and without one by the
+    /// connection's keepalive, which ends a connection whose peer says nothing (a fixed bound of its own made a
+    /// loaded machine, whose server took longer to be scheduled, reconnect for nothing).
+    private func greeted(_ client: RPCClient, before deadline: ContinuousClock.Instant?) async throws {
+        do {
+            try await withDeadline(deadline) { try await client.connection.waitForPeerHello() }
+        } catch let error as RPCError where error.code == .deadlineExceeded {
+            throw RPCError(
+                .deadlineExceeded, "the deadline passed while waiting for the peer's hello",
+                cause: NotConnected(reason: "the deadline passed before the peer's hello"))
+        }
+    }
+
+    /// The kind of a failed attempt, to tell a new reason from the same one again (`LinkChange.unreachable`); nil
+    /// for an attempt its call's deadline or cancel cut short, which says nothing new about the peer.
+    static func failureKind(_ error: any Error) -> String? {
+        guard let error = error as? TransportError else { return nil }
+        return "\(error.code.rawValue)/\(error.isRefusal)/\(error.isConnectFailure)"
     }
 
     /// Whether a failed connection attempt failed for a reason that trying again within one call cannot mend: the
@@ -491,7 +527,14 @@ public final class RPCChannel: RPCCaller {
                 state.lastingError = nil
             case .failure(let error):
                 if countsAsFailure {
-                    if state.failures == 0 { change = .unreachable(reason: "\(error)") }
+                    // Said again when attempts start failing for another reason (the peer, down, came back with a
+                    // certificate this side refuses): the first reason stood in the log while the next ones differed.
+                    let kind = Self.failureKind(error)
+                    if state.failures == 0
+                        || (kind != nil && state.lastError.flatMap(Self.failureKind).map { $0 != kind } ?? false)
+                    {
+                        change = .unreachable(reason: "\(error)", kind: kind)
+                    }
                     state.failures += 1
                     state.nextAttemptAt = .now + backoff.delay(beforeAttempt: state.failures)
                     state.lastError = error

@@ -76,7 +76,7 @@ extension RPCConnection {
     /// `wakeCapacityWaiters` for a task cancellation handler, which never waits for `core` (see
     /// `cancelCallWhenCancelled`): at once when the lock is free, else from the loop or a new task an instant later.
     /// Every waiter wakes and checks again; only the cancelled one stops waiting.
-    private func wakeCapacityWaitersWhenCancelled() {
+    func wakeCapacityWaitersWhenCancelled() {
         let wokenHere: Bool? = core.withLockIfAvailable { core in
             wakeCapacityWaiters(&core)
             return true

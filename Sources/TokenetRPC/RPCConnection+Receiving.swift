@@ -92,6 +92,7 @@ extension RPCConnection {
             case .failure(let error):
                 // A read that ends because this side closed (a node shutting down) is no problem with the peer.
                 let local = (error as? TransportError) == .closedLocally
+                core.transportFailure = error as? TransportError
                 endReading(&core, reason: Self.readFailure(error), isProblem: !local)
             }
         }

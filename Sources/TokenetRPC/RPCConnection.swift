@@ -52,6 +52,8 @@ final class RPCConnection: Sendable {
         /// Why the connection ended, when it was not a clean close by either side: the first connection error
         /// (sent or received in a goaway) or transport failure. The server's connection log reports it.
         var problem: String?
+        /// The transport's error when reading failed, kept as it is (a refused certificate) for `waitForPeerHello`.
+        var transportFailure: TransportError?
         var clientCalls = StreamTable<ClientCallState>()
         var serverCalls = StreamTable<ServerCallState>()
         var closedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -300,6 +302,7 @@ final class RPCConnection: Sendable {
                 reason = Self.readFailure(error)
                 // A read that ends because this side closed (a node shutting down) is no problem with the peer.
                 isProblem = (error as? TransportError) != .closedLocally
+                if let failure = error as? TransportError { core.withLock { $0.transportFailure = failure } }
                 break
             }
             guard let chunk else {

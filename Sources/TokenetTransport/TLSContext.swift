@@ -26,6 +26,14 @@ public final class TLSContext: @unchecked Sendable {
         try self.init(configuration: configuration, keyLogFile: path)
     }
 
+    /// The key-log file SSLKEYLOGFILE names in `environment` (nil when unset or empty), checked as a context would
+    /// open it: a node checks it before it makes anything, where a refused one left a new data directory behind.
+    public static func keyLogFile(in environment: [String: String]) throws(TransportError) -> String? {
+        guard let path = environment["SSLKEYLOGFILE"].flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
+        _ = try KeyLogWriter(path: path)
+        return path
+    }
+
     /// Builds the context with an explicit key-log file (`nil` disables key logging regardless of environment).
     public init(configuration: TLSConfiguration, keyLogFile: String?) throws(TransportError) {
         self.configuration = configuration

@@ -42,6 +42,12 @@ import TokenetWire
         #expect(outgoing.isNews(.reachable(afterFailedAttempts: 3), peer: "tsp"))
         #expect(!outgoing.isNews(.reachable(afterFailedAttempts: 2), peer: "tsp"))
         #expect(outgoing.isNews(.unreachable(reason: "refused"), peer: "tsp"))
+        // Another kind of reason while still unreachable is news; the same one again is not, nor an attempt cut
+        // short by its call (no kind).
+        #expect(!outgoing.isNews(.unreachable(reason: "refused", kind: "io"), peer: "tsp"))
+        #expect(outgoing.isNews(.unreachable(reason: "certificate refused", kind: "certificateRefused"), peer: "tsp"))
+        #expect(!outgoing.isNews(.unreachable(reason: "certificate refused", kind: "certificateRefused"), peer: "tsp"))
+        #expect(!outgoing.isNews(.unreachable(reason: "the deadline passed"), peer: "tsp"))
     }
 }
 
@@ -80,6 +86,43 @@ import TokenetWire
     }
 }
 
+extension PeerOfAnotherPKITests {
+    /// The peer refuses this node's certificate, which it learns only after its own side of the TLS 1.3 handshake
+    /// has ended: the peer is not "reached" (it never said hello), and the log says why, where it said "reached the
+    /// tsp-node again" and the refusal showed at debug level only.
+    @Test(.timeLimit(.minutes(3))) func aNodeWhoseCertificateThePeerRefusesIsNotReached() async throws {
+        let pki = DevelopmentPKI.shared
+        let listener = try await NodeContextPeerRoleTests.serving("tsp", logs: MemoryLogSink())
+        let loop = try EventLoop(name: "test-node-refused-certificate")
+        defer { loop.shutdown() }
+        var options = NodeOptions()
+        options.certificatePath = pki.untrustedPath("wallet.pem")
+        options.privateKeyPath = pki.untrustedPath("wallet.key")
+        options.caPath = pki.path("ca.pem")
+        options.peers = [.tsp: listener.boundAddress]
+        let logs = MemoryLogSink()
+        let context = NodeContext(
+            options: options, logger: Logger(node: "wallet-node", sink: logs), dataDirectory: "", eventLoop: loop)
+        let tsp = try context.channel(to: .tsp)
+        for _ in 0..<2 {
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await tsp.unary(
+                    HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(60)))
+            }
+            #expect(error?.code == .unavailable, "\(String(describing: error))")
+            #expect(error?.message.contains("refused this client's certificate (unknown CA)") == true)
+        }
+        await tsp.close()
+        try await offThePool { listener.stop() }
+        let calling = logs.lines.filter { $0.contains("cannot reach the tsp-node") }
+        #expect(calling.count == 1, "\(logs.lines)")
+        #expect(
+            calling.first?.contains("it does not trust the CA of this node's certificate (--cert)") == true,
+            "\(logs.lines)")
+        #expect(!logs.lines.contains { $0.contains("reached the tsp-node") && $0.contains("again") })
+    }
+}
+
 /// OpenSSL's words, read for the PKI they point at, on each side.
 @Suite struct PeerCertificateHintTests {
     @Test func theCAIsNamedByOpenSSLsWords() {
@@ -90,7 +133,26 @@ import TokenetWire
         #expect(
             PeerCertificateHint.serving("TLS handshake failed [tlsv1 alert unknown ca]")?.contains("does not trust")
                 == true)
-        #expect(PeerCertificateHint.calling("peer certificate rejected: certificate has expired", ca: nil) == nil)
         #expect(PeerCertificateHint.serving("connection reset by peer") == nil)
+        #expect(PeerCertificateHint.calling("connect failed: Connection refused (errno 111)", ca: nil) == nil)
+    }
+
+    /// An expired certificate is named as such on each side, with whose it is: a node whose own certificate had
+    /// expired logged the peers' refusals, and its peers logged the handshakes they refused, with OpenSSL's words.
+    @Test func anExpiredCertificateIsNamedWithWhoseItIs() {
+        let refusedHere = "peer certificate rejected: certificate has expired"
+        #expect(PeerCertificateHint.calling(refusedHere, ca: nil)?.hasPrefix("its certificate has expired") == true)
+        #expect(PeerCertificateHint.serving(refusedHere)?.hasPrefix("the peer's certificate has expired") == true)
+        let ownRefused = "read failed: the server refused this client's certificate (certificate expired)"
+        #expect(
+            PeerCertificateHint.calling(ownRefused, ca: nil)?.hasPrefix(
+                "it refuses this node's certificate (--cert), which has expired") == true)
+        let ownRefusedServing = "TLS handshake failed [error:0A000415:SSL routines::sslv3 alert certificate expired]"
+        #expect(
+            PeerCertificateHint.serving(ownRefusedServing)?.hasPrefix(
+                "the peer refuses this node's certificate (--cert), which has expired") == true)
+        #expect(
+            PeerCertificateHint.calling("the server refused this client's certificate (unknown CA)", ca: nil)?
+                .contains("does not trust the CA of this node's certificate") == true)
     }
 }

@@ -104,7 +104,9 @@ import TokenetTransport
     }
 
     /// `within` bounds each call it makes: one call held by a partition kept the line for its whole deadline (here
-    /// the issuer deadline's 5 s, then the stand-in's decline), past the `within 1s` it was given.
+    /// the issuer deadline's 5 s, then the stand-in's decline), past the `within 1s` it was given. Within the second
+    /// the TSP gives the issuer what the wallet's deadline leaves, then its stand-in declines (the scenario's wallet
+    /// scores 3); on a loaded machine the second may end first.
     @Test func aCallUnderWithinEndsWhenWithinEnds() async throws {
         let result = try await Self.run(
             """
@@ -118,7 +120,12 @@ import TokenetTransport
             expect within 1s OK {"decision": "PROVISIONING_DECISION_APPROVED"}
             """)
         #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(result.stderr.contains("FAILED at line 8: expected OK, got DEADLINE_EXCEEDED"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("FAILED at line 8: expected OK, got DEADLINE_EXCEEDED")
+                || result.stderr.contains(
+                    "FAILED at line 8: decision: expected \"PROVISIONING_DECISION_APPROVED\", got "
+                        + "\"PROVISIONING_DECISION_DECLINED\""),
+            "\(result.stderr)")
     }
 
     /// `within` makes a call that changes something again only while it fails: one that ended OK had done its work,
@@ -820,6 +827,9 @@ import TokenetTransport
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains("    1  card **** **** **** 0009"), "\(run.stdout)")
         #expect(run.stdout.contains("    2  header x-card: ************0009"), "\(run.stdout)")
-        #expect(!run.stdout.contains("4761"), "\(run.stdout)")
+        // The card number's forms, not its first digits alone, which a port or a pid the run prints may hold.
+        for form in ["4761000010000009", "4761 0000 1000 0009", "4761 0000"] {
+            #expect(!run.stdout.contains(form), "\(run.stdout)")
+        }
     }
 }

@@ -362,6 +362,11 @@ import TokenetWire
     /// would still take them), so a client streaming requests would otherwise lose the connection to a failed
     /// write before it read the goaway.
     static func dropFirstCall(on stream: InMemoryByteStream, goaway: Bool) async throws {
+        // Greeted first, as a server does: a channel sends calls only on a connection whose server said hello.
+        let encoder = FrameEncoder()
+        var hello: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &hello)
+        try await stream.write(hello)
         var decoder = FrameDecoder()
         var sawCall = false
         while !sawCall, let chunk = try await stream.read() {
@@ -371,10 +376,7 @@ import TokenetWire
             }
         }
         if goaway {
-            let encoder = FrameEncoder()
             var bytes: [UInt8] = []
-            try encoder.encode(
-                WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
             let refusal = WireV1.GoAway(lastStreamID: 0, code: .shuttingDown, reason: "draining")
             try encoder.encode(WireV1.Frame(streamID: 0, kind: .goaway(refusal)), into: &bytes)
             try await stream.write(bytes)

@@ -40,6 +40,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         var walletNodeIDs: [String] = []
         /// The held suspension each AuthorizeDigitization told of (nil for none).
         var heldSuspensions: [IssuerV1.HeldSuspension?] = []
+        /// The time left in each call's deadline as it started (eligibility and decisions).
+        var timeGiven: [Duration] = []
         var authorizations = 0
         /// The account named in each decision; empty to name none.
         var accountID = "acct-1"
@@ -67,6 +69,7 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         -> IssuerV1.CardEligibilityResponse
     {
         _ = try decrypt(request.encryptedCardData)
+        if let deadline = context.deadline { state.withLock { $0.timeGiven.append(deadline - .now) } }
         switch state.withLock({ $0.decision }) {
         case .refuse: throw RPCError(.invalidArgument, "card data is not encrypted to the issuer's registered key")
         case .refuseWith(let message): throw RPCError(.notFound, message)
@@ -81,6 +84,7 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         -> IssuerV1.AuthorizeDigitizationResponse
     {
         _ = try decrypt(request.encryptedCardData)
+        if let deadline = context.deadline { state.withLock { $0.timeGiven.append(deadline - .now) } }
         let (decision, accountID) = state.withLock {
             $0.maskedPANs.append(request.maskedPAN)
             $0.walletNodeIDs.append(request.walletNodeID)
