@@ -175,7 +175,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             result: response.result, userID: enrolment.userID, accountID: enrolment.accountID,
             triesLeft: response.triesLeft, message: response.message)
         if response.result == .success {
-            try save(response, userID: enrolment.userID, displayName: name, keys: keys, newUser: newUser)
+            try save([(response, name)], userID: enrolment.userID, keys: keys, newUser: newUser)
             answer.pinSet = newUser != nil
         } else if response.result == .alreadyUsed {
             let held = try store.appAccounts(enrolment.userID).first { $0.accountID == enrolment.accountID }
@@ -312,13 +312,12 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                             serverURL: $0.activationURL, displayName: $0.accountID)
                     }), options: .answeringInTime)
         }
-        var pendingUser = newUser
+        let activated = response.results.filter { $0.result == .success }.map { ($0, $0.accountID) }
+        if !activated.isEmpty {
+            try save(activated, userID: userID, keys: keys, newUser: newUser)
+            answer.pinSet = newUser != nil
+        }
         for result in response.results {
-            if result.result == .success {
-                try save(result, userID: userID, displayName: result.accountID, keys: keys, newUser: pendingUser)
-                if pendingUser != nil { answer.pinSet = true }
-                pendingUser = nil
-            }
             answer.results.append(
                 IssuerV1.LinkedAccountResult(
                     accountID: result.accountID, result: result.result, message: result.message))
@@ -360,28 +359,35 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             + "account is removed from the app; ask the issuer to enrol it again for a new code"
     }
 
+    /// Saves what the TSP's activations gave (with the app's new user, when the activation makes it) in one write.
     private func save(
-        _ response: TspV1.VerifyActivationResponse, userID: String, displayName: String, keys: IssuerAppKeys,
-        newUser: AppUserRecord?
+        _ activated: [(response: TspV1.VerifyActivationResponse, displayName: String)], userID: String,
+        keys: IssuerAppKeys, newUser: AppUserRecord?
     ) throws(IssuerError) {
+        var accounts: [AppAccountRecord] = []
+        for (response, displayName) in activated {
+            accounts.append(try account(response, userID: userID, displayName: displayName, keys: keys))
+        }
+        try store.saveActivation(accounts, newUser: newUser, nowMs: nowMs)
+    }
+
+    private func account(
+        _ response: TspV1.VerifyActivationResponse, userID: String, displayName: String, keys: IssuerAppKeys
+    ) throws(IssuerError) -> AppAccountRecord {
         guard let user = response.userCredential, let device = response.deviceCredential else {
             throw IssuerError(.unavailable, "the TSP activated the account without provisioning its credentials")
         }
-        if let newUser { try store.insertAppUser(newUser, nowMs: nowMs) }
         do {
-            try store.saveAppAccount(
-                AppAccountRecord(
-                    userID: userID, accountID: response.accountID, displayName: displayName,
-                    userCredentialID: user.credentialID,
-                    userSecretSealed: try keys.user.seal(
-                        Array(user.secret), associatedData: Array("user-credential:\(user.credentialID)".utf8)),
-                    deviceCredentialID: device.credentialID,
-                    deviceSecretSealed: try keys.device.seal(
-                        Array(device.secret), associatedData: Array("device-credential:\(device.credentialID)".utf8)),
-                    digits: Int(user.digits), userCounter: user.counter, deviceCounter: device.counter,
-                    activatedAtMs: nowMs, referenceID: response.referenceID))
-        } catch let error as IssuerError {
-            throw error
+            return AppAccountRecord(
+                userID: userID, accountID: response.accountID, displayName: displayName,
+                userCredentialID: user.credentialID,
+                userSecretSealed: try keys.user.seal(
+                    Array(user.secret), associatedData: Array("user-credential:\(user.credentialID)".utf8)),
+                deviceCredentialID: device.credentialID,
+                deviceSecretSealed: try keys.device.seal(
+                    Array(device.secret), associatedData: Array("device-credential:\(device.credentialID)".utf8)),
+                digits: Int(user.digits), userCounter: user.counter, deviceCounter: device.counter,
+                activatedAtMs: nowMs, referenceID: response.referenceID)
         } catch {
             throw IssuerError(.keys, "cannot seal the credentials", cause: IssuerDescribedError(error))
         }

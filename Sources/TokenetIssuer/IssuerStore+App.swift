@@ -156,19 +156,37 @@ extension IssuerStore {
     }
 
     func insertAppUser(_ user: AppUserRecord, nowMs: UInt64) throws(IssuerError) {
+        let parameters = try appUserParameters(user, nowMs: nowMs)
+        _ = try storage("record the app's user") { try database.execute(Self.appUserInsert, parameters) }
+    }
+
+    /// The accounts an activation gave credentials to, and the app's user when the activation makes it (its PIN),
+    /// in one write: written apart, a failure between them left a PIN set and no account, with the credentials live
+    /// at the TSP and the code spent; and in a bulk, the accounts after one that failed were lost.
+    func saveActivation(_ accounts: [AppAccountRecord], newUser: AppUserRecord?, nowMs: UInt64) throws(IssuerError) {
+        let user = try newUser.map { user throws(IssuerError) in try appUserParameters(user, nowMs: nowMs) }
+        try storage("record an activated account") {
+            try database.transaction { tx in
+                if let user { _ = try tx.execute(Self.appUserInsert, user) }
+                for account in accounts { _ = try tx.execute(Self.appAccountUpsert, Self.parameters(of: account)) }
+            }
+        }
+    }
+
+    private static let appUserInsert = """
+        INSERT INTO app_users (user_id, salt, pin_check, device_pin_sealed, created_at_ms) VALUES (?, ?, ?, ?, ?)
+        """
+
+    private func appUserParameters(_ user: AppUserRecord, nowMs: UInt64) throws(IssuerError)
+        -> [any SQLValueConvertible]
+    {
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(Array(user.devicePIN.utf8), associatedData: Array("device-pin:\(user.userID)".utf8))
         } catch {
             throw IssuerError(.keys, "cannot seal the app's device PIN", cause: error)
         }
-        _ = try storage("record the app's user") {
-            try database.execute(
-                """
-                INSERT INTO app_users (user_id, salt, pin_check, device_pin_sealed, created_at_ms)
-                VALUES (?, ?, ?, ?, ?)
-                """, [user.userID, user.salt, user.pinCheck, sealed, Int64(nowMs)])
-        }
+        return [user.userID, user.salt, user.pinCheck, sealed, Int64(nowMs)]
     }
 
     /// Counts a wrong PIN (`wrong`) or clears the count after a right one or an unlock; returns the new count.
@@ -188,20 +206,24 @@ extension IssuerStore {
     /// Stores an activated account, replacing an earlier activation of the same account.
     func saveAppAccount(_ account: AppAccountRecord) throws(IssuerError) {
         _ = try storage("record an activated account") {
-            try database.execute(
-                """
-                INSERT OR REPLACE INTO app_accounts (user_id, account_id, display_name, user_credential_id,
-                    user_secret_sealed, device_credential_id, device_secret_sealed, digits, user_counter,
-                    device_counter, activated_at_ms, reference_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    account.userID, account.accountID, account.displayName, account.userCredentialID,
-                    account.userSecretSealed, account.deviceCredentialID, account.deviceSecretSealed, account.digits,
-                    Int64(account.userCounter), Int64(account.deviceCounter), Int64(account.activatedAtMs),
-                    account.referenceID,
-                ])
+            try database.execute(Self.appAccountUpsert, Self.parameters(of: account))
         }
+    }
+
+    private static let appAccountUpsert = """
+        INSERT OR REPLACE INTO app_accounts (user_id, account_id, display_name, user_credential_id,
+            user_secret_sealed, device_credential_id, device_secret_sealed, digits, user_counter,
+            device_counter, activated_at_ms, reference_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    private static func parameters(of account: AppAccountRecord) -> [any SQLValueConvertible] {
+        [
+            account.userID, account.accountID, account.displayName, account.userCredentialID,
+            account.userSecretSealed, account.deviceCredentialID, account.deviceSecretSealed, account.digits,
+            Int64(account.userCounter), Int64(account.deviceCounter), Int64(account.activatedAtMs),
+            account.referenceID,
+        ]
     }
 
     /// The user's activated accounts, oldest first.

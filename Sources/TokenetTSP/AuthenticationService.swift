@@ -36,6 +36,16 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                     "activations must hold 1 to \(AuthenticationService.maxBulk) activations, not "
                         + "\(request.activations.count)")
             }
+            // Every entry is checked before any is activated: each activation commits on its own and replaces the
+            // account's credentials, so one refused halfway lost the credentials of those before it with the call.
+            for (index, activation) in request.activations.enumerated() {
+                do throws(TSPError) {
+                    try Self.check(activation)
+                } catch {
+                    throw TSPError(
+                        error.code, "activations[\(index)]: \(error.message); no account of this call was activated")
+                }
+            }
             var response = TspV1.VerifyActivationsResponse()
             for activation in request.activations {
                 response.results.append(try activate(activation, issuerID: issuerID))
@@ -140,9 +150,8 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
     /// The longest reference id taken: the TSP's are "ref-" and 16 characters.
     static let maxReferenceIDLength = 64
 
-    private func activate(_ request: TspV1.VerifyActivationRequest, issuerID: String) throws
-        -> TspV1.VerifyActivationResponse
-    {
+    /// Refuses what cannot be an activation, before any enrolment is looked up.
+    static func check(_ request: TspV1.VerifyActivationRequest) throws(TSPError) {
         guard !request.referenceID.isEmpty, !request.activationCode.isEmpty else {
             throw TSPError(.invalidArgument, "activation_code and reference_id are required")
         }
@@ -170,6 +179,12 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                 .invalidArgument,
                 "display_name holds a card number ('\(shownName)'); name the account without it; no try was used")
         }
+    }
+
+    private func activate(_ request: TspV1.VerifyActivationRequest, issuerID: String) throws
+        -> TspV1.VerifyActivationResponse
+    {
+        try Self.check(request)
         var response = TspV1.VerifyActivationResponse(referenceID: request.referenceID)
         let displayName = request.displayName.isEmpty ? "account" : String(request.displayName.prefix(64))
         switch try tsp.authentication.activate(

@@ -84,7 +84,8 @@ extension IssuerIdvService {
         guard try verifier.user(claims.userID, ofIssuer: claims.issuerID, ownsAccount: accountID) else {
             throw TSPError(
                 .permissionDenied,
-                "user \"\(claims.userID)\" does not own the account of token \"\(token.digitalCardID)\"")
+                "user \"\(claims.userID)\" does not own the account of token \"\(token.digitalCardID)\", or holds it "
+                    + "with credentials locked after too many wrong codes (the issuer unlocks them)")
         }
     }
 }

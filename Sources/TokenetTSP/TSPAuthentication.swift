@@ -89,7 +89,11 @@ final class TSPAuthentication: AccessTokenVerifier, Sendable {
             deviceCredentialID: deviceCredentialID, deviceCode: deviceCode, policy: configuration.hotpPolicy,
             nowMs: issuedAt.unixMilliseconds)
         guard case .accepted(let userID, _, let deviceID) = answer else { return (answer, nil, nil) }
-        let expiresAt = issuedAt.addingTimeInterval(TimeInterval(configuration.accessTokenLifetime.milliseconds) / 1000)
+        // In whole seconds, as the token holds it: the exact millisecond reported a token good for up to a second
+        // after the moment it was refused.
+        let expiresAt = Date(
+            timeIntervalSince1970: (issuedAt.timeIntervalSince1970
+                + TimeInterval(configuration.accessTokenLifetime.milliseconds) / 1000).rounded(.down))
         let token = try signer.issue(
             AccessTokenClaims(
                 issuerID: issuerID, userID: userID, deviceID: deviceID, issuedAt: issuedAt, expiresAt: expiresAt))

@@ -196,9 +196,22 @@ extension TSPStore {
         }
     }
 
-    /// Removes the issuer's credentials with these ids; returns how many there were.
+    /// Removes the issuer's credentials with these ids; returns how many there were. A locked credential is refused
+    /// (FAILED_PRECONDITION): removed, its account could be activated again in the app with fresh credentials, and the
+    /// lock, which stands until the issuer lifts it, would be gone without the issuer.
     func removeCredentials(issuerID: String, ids: [String]) throws -> Int {
         try database.transaction { tx in
+            for id in Set(ids) {
+                if let row = try tx.queryOne(
+                    "SELECT account_id FROM auth_credentials WHERE id = ? AND issuer_id = ? AND locked != 0",
+                    [id, issuerID])
+                {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "the credentials of account \(try row.text(0)) are locked after too many wrong codes: the "
+                            + "issuer unlocks them (tokenet issuer unlock) before the account can be removed")
+                }
+            }
             var removed = 0
             for id in Set(ids) {
                 removed += Int(
@@ -218,7 +231,8 @@ extension TSPStore {
     func hasActivatedAccount(issuerID: String, userID: String, accountID: String) throws -> Bool {
         try database.queryOne(
             """
-            SELECT 1 FROM auth_credentials WHERE issuer_id = ? AND user_id = ? AND account_id = ? AND kind = 'user'
+            SELECT 1 FROM auth_credentials
+            WHERE issuer_id = ? AND user_id = ? AND account_id = ? AND kind = 'user' AND locked = 0
             """, [issuerID, userID, accountID]) != nil
     }
 

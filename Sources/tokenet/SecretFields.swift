@@ -6,13 +6,14 @@ import TokenetWire
 /// a PIN (`pin`), a strong-authentication credential's secret (`secret`), the bearer credentials a capture would
 /// let someone replay: an issuer app's activation code (`activation_code`) and access token (`access_token`), and
 /// the one-time and HOTP codes that finish a step-up or a login (`code`, `user_code`, `device_code`, `first_code`,
-/// `second_code`), which the nodes' logs hide too. A card number is masked wherever it appears (`maskPAN`); these are
+/// `second_code`), and the otp:// link that carries an activation code (`link`), which the nodes' logs hide too. A card number is masked wherever it appears (`maskPAN`); these are
 /// masked by name, since a three-digit code or a PIN looks like any other value, and only as text or bytes (a
 /// status's `code` is an enum). Tools/protoc-gen-tokenet-swift lists the same names for the dissector.
 enum SecretFields {
     static let names: Set<String> = [
         "cvc", "pin", "secret", "activation_code", "activationCode", "access_token", "accessToken", "code",
         "user_code", "userCode", "device_code", "deviceCode", "first_code", "firstCode", "second_code", "secondCode",
+        "link",
     ]
 
     /// Secret as text only: an issuer's push receipt (`payload`, a string), which adds its card to whichever wallet

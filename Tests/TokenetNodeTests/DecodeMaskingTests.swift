@@ -28,6 +28,23 @@ import TokenetWire
                     + "alone"), "\(result.stderr)")
     }
 
+    /// An issuer app's activation by its otp:// link: the link carries the activation code, and shows as asterisks
+    /// as the code does.
+    @Test func anActivationLinkIsMasked() async throws {
+        let request = IssuerV1.AppActivateRequest(
+            displayName: "Credit", link: "otp://p?u=tsp&n=ch-chloe&c=QWERTY2345&r=ref-1")
+        let hex = try Self.hex([
+            WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))),
+            WireV1.Frame(
+                streamID: 3, kind: .callStart(WireV1.CallStart(method: "/tokenet.issuer.v1.IssuerAppAuth/Activate"))),
+            WireV1.Frame(streamID: 3, kind: .message(WireV1.Message(data: try request.serializedData()))),
+        ])
+        let result = try await runTokenet(["decode", "--hex"], stdin: hex)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"link\": \"***\""), "\(result.stdout)")
+        #expect(!result.stdout.contains("QWERTY2345"), "\(result.stdout)")
+    }
+
     /// A status message whose bytes happen to read as protobuf fields is a node's text, shown as the dissector
     /// shows it; a detail of a type Protos/ do not have, and a binary metadata value, show nothing of their bytes.
     @Test func aStatusShowsItsTextAndWithholdsWhatCannotBeTold() async throws {

@@ -198,6 +198,25 @@ import TokenetWire
         #expect(response.results[1].userCredential == nil)
     }
 
+    /// An entry that cannot be an activation refuses the whole call before any account is activated: activated
+    /// one by one, the accounts before it had their credentials replaced, and the call's refusal lost the new ones.
+    @Test func aBulkActivationWithAnUnusableEntryActivatesNothing() async throws {
+        let auth = try await Auth.make()
+        let activations = try await auth.enrol("ch-alice", ["acc-1", "acc-2"])
+        let call = TspV1.VerifyActivationsRequest(activations: [
+            .init(activationCode: activations[0].activationCode, referenceID: activations[0].referenceID),
+            .init(activationCode: "abc", referenceID: activations[1].referenceID),
+        ])
+        await expectRPCError(
+            .invalidArgument, "activations[1]: activation_code is not an activation code"
+        ) {
+            try await auth.authentication.verifyActivations(call)
+        }
+        // Nothing was used: both codes still activate their accounts.
+        #expect(try await auth.activate(activations[0]).result == .success)
+        #expect(try await auth.activate(activations[1]).result == .success)
+    }
+
     @Test func aCodeIsNeverAcceptedTwiceAlsoAfterARestart() async throws {
         let clock = TestClock()
         let first = try await Auth.make(clock: clock)
@@ -257,7 +276,20 @@ import TokenetWire
         #expect(locking.result == .credentialLocked)
         #expect(try await auth.login(user, 0, device, 10).result == .credentialLocked)
 
+        // Locked, the account's credentials cannot be removed (and the account activated again unlocked) without
+        // the issuer, nor does its owner prove ownership with them.
+        await expectRPCError(.failedPrecondition, "the credentials of account acc-1 are locked") {
+            try await auth.authentication.removeCredentials(
+                .init(userCredentialID: user.credentialID, deviceCredentialID: device.credentialID))
+        }
+        let store = try TSPStore.open(
+            path: auth.harness.directory + "/tsp.sqlite",
+            key: try TSPKeyFiles.loadVault(dataDirectory: auth.harness.directory))
+        #expect(try !store.hasActivatedAccount(issuerID: "bank-a", userID: "ch-alice", accountID: "acc-1"))
+
         #expect(try await auth.enrolment.unlockCredentials(.init(userID: "ch-alice")).unlocked == 1)
+        #expect(try store.hasActivatedAccount(issuerID: "bank-a", userID: "ch-alice", accountID: "acc-1"))
+        try store.database.close()
         #expect(try await auth.login(user, 0, device, 11).result == .success)
     }
 
@@ -385,6 +417,20 @@ import TokenetWire
         let login = try await auth.login(user, 0, device, 0)
         #expect(login.result == .success)
         #expect(login.expiresAtMs == auth.harness.clock.now.unixMilliseconds + 60_000)
+    }
+
+    /// The expiry a login reports is the one its token holds (whole seconds), also for a login made between two
+    /// seconds: reported to the millisecond, the token was refused up to a second before it.
+    @Test func theReportedExpiryIsTheTokens() async throws {
+        let auth = try await Auth.make()
+        let (user, device) = try await auth.credentials()
+        auth.harness.clock.advance(seconds: 0.999)
+        let login = try await auth.login(user, 0, device, 0)
+        let expiry = Date(timeIntervalSince1970: TimeInterval(login.expiresAtMs) / 1000)
+        #expect(login.expiresAtMs % 1000 == 0)
+        let verifier = try auth.harness.accessTokens()
+        #expect(try verifier.verify(login.accessToken, now: expiry.addingTimeInterval(-0.001)).userID == "ch-alice")
+        #expect(throws: TSPError.self) { try verifier.verify(login.accessToken, now: expiry) }
     }
 
     @Test func onlyARegisteredIssuerEnrolsAndCredentialsStayItsOwn() async throws {

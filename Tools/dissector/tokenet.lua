@@ -810,7 +810,7 @@ local message_fields = {
     ["tokenet.issuer.v1.AppAccount"] = { [1] = "s", [2] = "s" },
     ["tokenet.issuer.v1.AppAccountsRequest"] = { [1] = "s" },
     ["tokenet.issuer.v1.AppAccountsResponse"] = { [1] = "tokenet.issuer.v1.AppAccount" },
-    ["tokenet.issuer.v1.AppActivateRequest"] = { [1] = "x", [2] = "s", [3] = "s", [4] = "x", [5] = "s" },
+    ["tokenet.issuer.v1.AppActivateRequest"] = { [1] = "x", [2] = "s", [3] = "s", [4] = "x", [5] = "x" },
     ["tokenet.issuer.v1.AppActivateResponse"] = { [2] = "s", [3] = "s", [6] = "s" },
     ["tokenet.issuer.v1.AppAnswerAuthnRequest"] = { [1] = "s", [3] = "x" },
     ["tokenet.issuer.v1.AppAnswerAuthnResponse"] = { [1] = "s", [2] = "s", [4] = "s" },

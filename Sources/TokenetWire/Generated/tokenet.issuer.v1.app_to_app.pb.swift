@@ -216,9 +216,13 @@ extension IssuerV1 {
             service: serviceName, name: "OpenApp", kind: .unary, allowedRoles: ["wallet"]
         )
 
-        /// Step 2, the cardholder in the app (`tokenet issuer-app authorize SESSION --pin PIN | --deny`). With a PIN the
-        /// app signs the cardholder in (the authentication service's login: FAILED_PRECONDITION when the node has none,
-        /// UNAUTHENTICATED when the sign-in fails; the session stays open for another try), then calls the TSP's
+        /// Step 2, the cardholder in the app (`tokenet issuer-app authorize SESSION --pin PIN | --deny`). A card of an
+        /// account the app holds no credentials for (removed from it, or never activated there, while others are) is
+        /// FAILED_PRECONDITION before the PIN is checked. With a PIN the app signs the cardholder in (the authentication
+        /// service's login: FAILED_PRECONDITION when the node has none; when the sign-in fails, RESOURCE_EXHAUSTED for an
+        /// app locked after wrong PINs, INVALID_ARGUMENT for a value that is no PIN, NOT_FOUND for a cardholder without the
+        /// app, UNAVAILABLE when the TSP cannot be reached or does not answer, UNAUTHENTICATED otherwise; the session stays
+        /// open for another try), then calls the TSP's
         /// ActivateDigitalCard with the access token. The TSP's answer ends the session: the wallet is told APPROVED, or
         /// FAILURE with the TSP's reason (the session is answered, and this call returns normally with approved = false).
         /// --deny ends it with FAILURE "the cardholder declined in the issuer app". The TSP unreachable leaves the
