@@ -228,6 +228,32 @@ extension JSONPath {
 }
 
 extension JSONValue {
+    /// This response (a `type` message in proto3 JSON) with each enum field it leaves out written with its zero
+    /// value's name, at any depth: proto3 JSON leaves out an enum that holds its zero value, and an expectation that
+    /// named it (`{"status": "SERVING_STATUS_UNKNOWN"}`) never matched, though `save` reads the name.
+    public func withEnumDefaults(for type: any ProtoMessage.Type) -> JSONValue {
+        withEnumDefaults(fields: type.protoFields)
+    }
+
+    private func withEnumDefaults(fields: [ProtoFieldInfo]) -> JSONValue {
+        guard case .object(var members) = self else { return self }
+        members = members.map { member in
+            guard let field = JSONPath.field(member.key, in: fields), let nested = JSONPath.nestedFields(of: field)
+            else { return member }
+            if case .array(let items) = member.value {
+                return (member.key, .array(items.map { $0.withEnumDefaults(fields: nested) }))
+            }
+            return (member.key, member.value.withEnumDefaults(fields: nested))
+        }
+        for field in fields
+        where field.kind == .enumeration && field.cardinality == .singular && field.oneofGroup == nil
+            && !members.contains(where: { JSONValue.sameField($0.key, field.jsonName) })
+        {
+            members.append((field.jsonName, JSONPath.defaultValue(of: field)))
+        }
+        return .object(members)
+    }
+
     /// This expected object with the 64-bit integers of a `type` message written as proto3 JSON writes them, as
     /// strings (`"pending": "0"`, a value `save` kept), turned to numbers: a response leaves out a field that holds
     /// 0, and only a number 0 matched that, not the string a node sends for any other value.
@@ -243,6 +269,12 @@ extension JSONValue {
                 func converted(_ value: JSONValue) -> JSONValue {
                     if let nested = JSONPath.nestedFields(of: field) {
                         return value.withIntegersAsNumbers(fields: nested)
+                    }
+                    // An enum given by number, as proto3 JSON accepts it, compares as its name, which nodes send.
+                    if field.kind == .enumeration, case .number(let text) = value, let number = Int32(text),
+                        let name = field.enumValues.first(where: { $0.number == number })?.name
+                    {
+                        return .string(name)
                     }
                     if JSONPath.sixtyFourBitIntegers.contains(field.typeName), case .string(let text) = value,
                         Int64(text) != nil

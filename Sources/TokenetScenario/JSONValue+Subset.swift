@@ -49,6 +49,10 @@ extension JSONValue {
             return nil
         case (.number(let a), .number(let b)), (.number(let a), .string(let b)), (.string(let a), .number(let b)):
             if a == b { return nil }
+            // Integers exactly: through Double, 64-bit values above 2^53 that differ compared equal.
+            if let x = Int128(a), let y = Int128(b) {
+                return x == y ? nil : "\(label(path)): expected \(expected.text()), got \(self.text())"
+            }
             if let x = Double(a), let y = Double(b), x == y { return nil }
             return "\(label(path)): expected \(expected.text()), got \(self.text())"
         default:

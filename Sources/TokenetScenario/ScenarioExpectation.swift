@@ -76,7 +76,8 @@ public struct ScenarioExpectation: Sendable, Equatable {
                 try Self.check(filled, fits: type)
                 expected = expected.withIntegersAsNumbers(for: type)
             }
-            guard let last = outcome.responses.last else { return "expected a response, got none" }
+            guard var last = outcome.responses.last else { return "expected a response, got none" }
+            if let type = outcome.responseType { last = last.withEnumDefaults(for: type) }
             if let reason = last.mismatch(containing: expected) { return reason }
         }
         return nil

@@ -52,7 +52,7 @@ struct DemoCommand {
         var started: [RunningNode] = []
         var issuerLink: DemoIssuerLink?
         var failure: CLIError?
-        do {
+        do throws(CLIError) {
             var addresses: [NodeRole: HostPort] = [:]
             for (role, _) in Self.startOrder { addresses[role] = try PortReservation.freeLoopbackAddress() }
             // The TSP reaches the issuer through a fault proxy that one scenario steers.
@@ -83,7 +83,12 @@ struct DemoCommand {
                     NotificationChoreography(
                         pkiDirectory: pkiDirectory, timeout: options.timeout, interruption: interruption))
             } else {
-                printOut("Provisioning skipped: it needs Tools/gen-certs (the operator role) and \(Self.fixturePath)")
+                // Health alone is not the demo: "Demo OK" after it read as every flow having run.
+                throw CLIError(
+                    .setup,
+                    "the demo's flows need Tools/gen-certs (the operator's certificate) and \(Self.fixturePath) of "
+                        + "the Tokenet checkout this tokenet was built from, and neither was found; run Tools/tokenet "
+                        + "demo from the checkout")
             }
             for choreography in choreographies {
                 printOut(choreography.title)

@@ -450,21 +450,22 @@ final class InspectSession: Sendable {
     /// The most status details printed: a status may carry any number, and each takes a line.
     static let detailsShown = 20
 
-    /// One detail of a status, as a line: `detail TYPE: JSON` when this build knows its type (Protos/), else its
-    /// size and bytes in base64, cut short. Like the message, it is the peer's text: masked and escaped.
+    /// One detail of a status, as a line: `detail TYPE: JSON` when this build knows its type (Protos/), with card
+    /// numbers and secret fields masked as `decode` masks them; else its size alone: bytes whose fields cannot be
+    /// told may hold a card number or a code, which base64 only hid from a reader who did not decode it. Like the
+    /// message, it is the peer's text: masked and escaped.
     static func shown(_ detail: WireV1.StatusDetail) -> String {
         let type = detail.type.isEmpty ? "(no type)" : detail.type
-        let base64 = Data(detail.value.prefix(48)).base64EncodedString()
-        let cut = detail.value.count > 48 ? "…" : ""
         guard let known = ProtoRegistry.messageType(named: detail.type) else {
             return "detail \(shownStatusMessage(type)): \(detail.value.count) bytes, a type this build does not know "
-                + "(base64 \(base64)\(cut))"
+                + "(not shown)"
         }
         guard let json = try? known.init(serializedBytes: detail.value).jsonString() else {
             return "detail \(shownStatusMessage(type)): \(detail.value.count) bytes that are not a valid "
-                + "\(shownStatusMessage(type)) (base64 \(base64)\(cut))"
+                + "\(shownStatusMessage(type)) (not shown)"
         }
-        return "detail \(shownStatusMessage(type)): \(shownStatusMessage(json))"
+        return "detail \(shownStatusMessage(type)): "
+            + shownStatusMessage(SecretFields.maskedJSON(json, as: known, .confirmed))
     }
 
     private static func finish(with error: any Error) -> Result<Int32, CLIError> {

@@ -68,7 +68,7 @@ extension ScenarioRunner {
             for index in from..<state.messages.count {
                 let message = state.messages[index]
                 guard let expected else { return try took(message, index, awaited, stream, line, started) }
-                if let reason = message.mismatch(containing: expected) {
+                if let reason = message.withEnumDefaults(for: stream.responseType).mismatch(containing: expected) {
                     nearest = "message \(index + 1): \(shownStatusMessage(reason))"
                 } else {
                     return try took(message, index, awaited, stream, line, started)

@@ -35,8 +35,8 @@ import TokenetWire
         #expect(result.stderr == "ERROR: UNAVAILABLE: \(message)\n")
     }
 
-    /// The details of a status print one per line under it: as JSON when this build knows their type, else by size
-    /// and bytes; the peer's text in them is masked and escaped like the message.
+    /// The details of a status print one per line under it: as JSON when this build knows their type, its secret
+    /// fields masked, else by size alone; the peer's text in them is masked and escaped like the message.
     @Test func theDetailsOfAStatusArePrinted() async throws {
         let known = WireV1.StatusDetail(
             type: "tokenet.health.v1.HealthCheckResponse",
@@ -44,17 +44,21 @@ import TokenetWire
         let unknown = WireV1.StatusDetail(type: "example.v1.Retry\n4761000010000009", value: Data([1, 2, 3]))
         // A type this build knows, with bytes that are not one: said so, not called an unknown type.
         let broken = WireV1.StatusDetail(type: "tokenet.health.v1.HealthCheckResponse", value: Data([0xFF, 0xFF]))
+        let secret = WireV1.StatusDetail(
+            type: "tokenet.tsp.v1.SubmitOtpRequest",
+            value: Data(try TspV1.SubmitOtpRequest(digitalCardID: "DN1", code: "493817").serializedBytes()))
         let result = try await Self.callAServerAnswering(
-            .unavailable, message: "later", details: [known, unknown, broken])
+            .unavailable, message: "later", details: [known, unknown, broken, secret])
         #expect(result.status == 64 + 14, "\(result.stderr)")
         #expect(
             result.stderr
                 == "ERROR: UNAVAILABLE: later\n"
                 + "  detail tokenet.health.v1.HealthCheckResponse: {\"status\":\"SERVING_STATUS_NOT_SERVING\"}\n"
                 + "  detail example.v1.Retry\\u{A}************0009: 3 bytes, a type this build does not know "
-                + "(base64 AQID)\n"
+                + "(not shown)\n"
                 + "  detail tokenet.health.v1.HealthCheckResponse: 2 bytes that are not a valid "
-                + "tokenet.health.v1.HealthCheckResponse (base64 //8=)\n")
+                + "tokenet.health.v1.HealthCheckResponse (not shown)\n"
+                + "  detail tokenet.tsp.v1.SubmitOtpRequest: {\"digitalCardId\":\"DN1\",\"code\":\"***\"}\n")
     }
 
     /// The node's message is printed with its control characters escaped: an escape sequence in it (often quoted

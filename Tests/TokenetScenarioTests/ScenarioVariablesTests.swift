@@ -101,6 +101,35 @@ import TokenetWire
         #expect(try JSONValue(parsing: #"{"lastSequence": "7"}"#).mismatch(containing: expected) != nil)
     }
 
+    /// An enum holding its zero value is left out of proto3 JSON: named in an expectation, it matches a response
+    /// that leaves it out; an enum given by number matches its name; a message's enums are filled in at any depth.
+    @Test func enumsMatchByZeroNameAndByNumber() throws {
+        let type = HealthV1.HealthCheckResponse.self
+        let unknown = try JSONValue(parsing: #"{"status": "SERVING_STATUS_UNKNOWN"}"#).withIntegersAsNumbers(for: type)
+        let response = try JSONValue(parsing: "{}").withEnumDefaults(for: type)
+        #expect(response.mismatch(containing: unknown) == nil)
+        let serving = try JSONValue(parsing: #"{"status": "SERVING_STATUS_SERVING"}"#)
+        #expect(response.mismatch(containing: serving) != nil)
+        let byNumber = try JSONValue(parsing: #"{"status": 1}"#).withIntegersAsNumbers(for: type)
+        #expect(try JSONValue(parsing: #"{"status": "SERVING_STATUS_SERVING"}"#).mismatch(containing: byNumber) == nil)
+        #expect(response.mismatch(containing: byNumber) != nil)
+
+        let listing = try JSONValue(parsing: #"{"tokens": [{"digitalCardId": "DN1"}]}"#)
+            .withEnumDefaults(for: TspV1.ListTokensResponse.self)
+        let expected = try JSONValue(parsing: #"{"tokens": [{"state": "TOKEN_STATE_UNSPECIFIED"}]}"#)
+        #expect(listing.mismatch(containing: expected) == nil)
+    }
+
+    /// 64-bit integers compare exactly: through Double, two values above 2^53 that differ by one were equal.
+    @Test func largeIntegersCompareExactly() throws {
+        let expected = try JSONValue(parsing: #"{"amountMinor": "9007199254740993"}"#)
+        #expect(try JSONValue(parsing: #"{"amountMinor": "9007199254740992"}"#).mismatch(containing: expected) != nil)
+        #expect(try JSONValue(parsing: #"{"amountMinor": "9007199254740993"}"#).mismatch(containing: expected) == nil)
+        #expect(
+            try JSONValue(parsing: #"{"amountMinor": 1.5}"#).mismatch(
+                containing: .object([("amountMinor", .number("1.50"))])) == nil)
+    }
+
     /// A path is checked against the type before a run: each part a field, an index only on a list.
     @Test func aPathIsCheckedAgainstTheResponseType() {
         let type = TspV1.ListTokensResponse.self
