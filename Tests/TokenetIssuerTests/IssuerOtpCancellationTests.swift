@@ -32,12 +32,16 @@ import TokenetWire
         func left(_ seconds: Double) -> String {
             IssuerOtpService.timeLeft(until: UInt64((1_000 + seconds) * 1000), from: now)
         }
-        // Never more than the code lasts: rounded down, in seconds below two minutes.
+        // Never more than the code lasts (but for the milliseconds it took to come): minutes rounded down, in
+        // seconds below two minutes.
         #expect(left(600) == "10 minutes")
+        #expect(left(599.97) == "10 minutes")
+        #expect(left(599.4) == "9 minutes")
         #expect(left(300.4) == "5 minutes")
         #expect(left(179) == "2 minutes")
         #expect(left(120) == "2 minutes")
-        #expect(left(119.9) == "119 seconds")
+        #expect(left(119.9) == "2 minutes")
+        #expect(left(119.4) == "119 seconds")
         #expect(left(90) == "90 seconds")
         #expect(left(60) == "60 seconds")
         #expect(left(3) == "3 seconds")
