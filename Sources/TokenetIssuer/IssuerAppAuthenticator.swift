@@ -312,12 +312,29 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                             serverURL: $0.activationURL, displayName: $0.accountID)
                     }), options: .answeringInTime)
         }
-        let activated = response.results.filter { $0.result == .success }.map { ($0, $0.accountID) }
-        if !activated.isEmpty {
-            try save(activated, userID: userID, keys: keys, newUser: newUser)
+        // The accounts the app can keep are kept together; one it cannot (the TSP sent no credentials, sealing
+        // failed) is told in its own result, and does not cost the others theirs.
+        var accounts: [AppAccountRecord] = []
+        var unkept: [String: String] = [:]
+        for result in response.results where result.result == .success {
+            do {
+                accounts.append(try account(result, userID: userID, displayName: result.accountID, keys: keys))
+            } catch {
+                unkept[result.accountID] =
+                    "the TSP activated it, but the app cannot keep its credentials (\(error.message)); ask the issuer "
+                    + "to enrol it again"
+            }
+        }
+        if !accounts.isEmpty {
+            try store.saveActivation(accounts, newUser: newUser, nowMs: nowMs)
             answer.pinSet = newUser != nil
         }
         for result in response.results {
+            if let why = unkept[result.accountID] {
+                answer.results.append(
+                    IssuerV1.LinkedAccountResult(accountID: result.accountID, result: .unspecified, message: why))
+                continue
+            }
             answer.results.append(
                 IssuerV1.LinkedAccountResult(
                     accountID: result.accountID, result: result.result, message: result.message))

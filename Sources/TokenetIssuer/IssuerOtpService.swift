@@ -98,10 +98,10 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
 
     /// How long the code stands, as the message tells the cardholder: "10 minutes", "90 seconds", "45 seconds".
     static func timeLeft(until expiresAtMs: UInt64, from sentAt: Date) -> String {
-        // To the nearest second: the code reaches the issuer a few milliseconds after the TSP made it, and a
-        // 10-minute code read "9 minutes". Then minutes rounded down, never more than the code lasts: rounded to
-        // the nearest minute, 90 s read "2 minutes", and a cardholder who took 100 s found the code expired.
-        let seconds = max(1, Int((Double(expiresAtMs) / 1000 - sentAt.timeIntervalSince1970).rounded()))
+        // Rounded down, never more than the code lasts (rounded to the nearest minute, 90 s read "2 minutes", and
+        // a cardholder who took 100 s found the code expired), but for the tenth of a second a code takes to reach
+        // the issuer after the TSP made it: a 10-minute code read "9 minutes".
+        let seconds = max(1, Int((Double(expiresAtMs) / 1000 - sentAt.timeIntervalSince1970 + 0.1).rounded(.down)))
         guard seconds >= 120 else { return seconds == 1 ? "1 second" : "\(seconds) seconds" }
         return "\(seconds / 60) minutes"
     }

@@ -56,9 +56,10 @@ public final class NodeOutgoing: Sendable {
                     state.unreachable[peer] = .some(kind)
                     return true
                 }
+                // A reason of its own after attempts cut short by their calls (no kind) is news too.
                 guard let kind else { return false }
                 state.unreachable[peer] = .some(kind)
-                return logged != nil && logged != kind
+                return logged != kind
             case .reachable:
                 return state.unreachable.removeValue(forKey: peer) != nil
             }

@@ -113,12 +113,13 @@ extension NodeRuntime {
     static func expiryWarning(_ expiry: Date?, certificate: String?, now: Date = Date()) -> String? {
         guard let expiry, expiry.timeIntervalSince(now) < expiryWarning else { return nil }
         let left = expiry.timeIntervalSince(now)
+        // To the nearest unit (the exact moment follows): rounded down, 7 days less 30 s read "6 day(s)".
         let when =
             left < 3_600
-            ? "in \(max(1, Int(left / 60))) minute(s)"
+            ? "in \(max(1, Int((left / 60).rounded()))) minute(s)"
             : left < 86_400
-                ? "in \(Int(left / 3_600)) hour(s)"
-                : "in \(Int(left / 86_400)) day(s)"
+                ? "in \(Int((left / 3_600).rounded())) hour(s)"
+                : "in \(Int((left / 86_400).rounded())) day(s)"
         return "this node's certificate \(certificate ?? "") expires \(when), on "
             + "\(expiry.formatted(Date.ISO8601FormatStyle())): from then on its peers refuse it; make a new one with "
             + "Tools/gen-certs and restart the node"

@@ -100,6 +100,8 @@ public final class RPCChannel: RPCCaller {
         /// The last attempt's failure when retrying cannot mend it (`isLasting`); nil after a success or another
         /// failure. The calls that waited for that attempt fail with it too.
         var lastingError: (any Error)?
+        /// The kind of the failure last reported unreachable (`failureKind`), while attempts fail.
+        var reportedKind: String?
         /// Calls waiting for the attempt in progress, by a number of their own so that one can leave early.
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var nextWaiter: UInt64 = 0
@@ -435,6 +437,8 @@ public final class RPCChannel: RPCCaller {
         afterFailures failures: Int, notBefore: ContinuousClock.Instant?, before deadline: ContinuousClock.Instant?
     ) async throws {
         var outcome: Result<RPCClient, any Error>
+        /// The call's deadline passed while the peer's hello was on its way: the call fails, the connection stays.
+        var outOfTime: RPCError?
         if let deadline, let notBefore, notBefore >= deadline {
             let error = state.withLock { unavailable($0.lastError, attempts: $0.failures) }
             finishAttempt(.failure(error), countsAsFailure: false)
@@ -446,6 +450,10 @@ public final class RPCChannel: RPCCaller {
             let client = RPCClient(stream: stream, settings: settings, timers: timers)
             do {
                 try await greeted(client, before: deadline)
+            } catch let error as RPCError where error.code == .deadlineExceeded && !Task.isCancelled {
+                // A hello that comes a moment after one call's deadline says nothing against the peer: closed and
+                // counted as a failure, the connection was lost for the next call, which waited out a backoff.
+                outOfTime = error
             } catch {
                 Task { await client.close() }
                 throw error
@@ -463,14 +471,12 @@ public final class RPCChannel: RPCCaller {
                 cause: NotConnected(reason: "cancelled while connecting"))
         }
         finishAttempt(outcome, countsAsFailure: true)
+        // A peer reached that had not said hello by the call's deadline: the call ran out of time, as it would have
+        // on a connection made earlier; the connection is kept, and the next call uses it once the hello comes.
+        if let outOfTime { throw outOfTime }
         guard case .failure(let error) = outcome else { return }
         if Self.isLasting(error) {
             throw unavailable(error, attempts: 1)
-        }
-        // A peer that was reached but said nothing before the call's deadline: the call ran out of time, as it
-        // would have on a connection made earlier.
-        if let error = error as? RPCError, error.code == .deadlineExceeded, error.cause is NotConnected {
-            throw error
         }
         if let deadline, ContinuousClock.now >= deadline {
             throw unavailable(error, attempts: failures + 1)
@@ -492,11 +498,13 @@ public final class RPCChannel: RPCCaller {
         }
     }
 
-    /// The kind of a failed attempt, to tell a new reason from the same one again (`LinkChange.unreachable`); nil
-    /// for an attempt its call's deadline or cancel cut short, which says nothing new about the peer.
+    /// The kind of a failed attempt, to tell a new reason from the same one again (`LinkChange.unreachable`): a
+    /// refusal retrying cannot mend (`isLasting`) by its code, any other failure as one kind, since a peer that is
+    /// down fails in several ways in turn (a reset, a handshake cut short) and each was logged as news; nil for an
+    /// attempt its call's deadline or cancel cut short, which says nothing new about the peer.
     static func failureKind(_ error: any Error) -> String? {
         guard let error = error as? TransportError else { return nil }
-        return "\(error.code.rawValue)/\(error.isRefusal)/\(error.isConnectFailure)"
+        return error.isLasting ? "refused/\(error.code.rawValue)" : "unreachable"
     }
 
     /// Whether a failed connection attempt failed for a reason that trying again within one call cannot mend: the
@@ -525,14 +533,14 @@ public final class RPCChannel: RPCCaller {
                 state.nextAttemptAt = nil
                 state.lastError = nil
                 state.lastingError = nil
+                state.reportedKind = nil
             case .failure(let error):
                 if countsAsFailure {
                     // Said again when attempts start failing for another reason (the peer, down, came back with a
                     // certificate this side refuses): the first reason stood in the log while the next ones differed.
                     let kind = Self.failureKind(error)
-                    if state.failures == 0
-                        || (kind != nil && state.lastError.flatMap(Self.failureKind).map { $0 != kind } ?? false)
-                    {
+                    if state.failures == 0 || (kind != nil && kind != state.reportedKind) {
+                        state.reportedKind = kind
                         change = .unreachable(reason: "\(error)", kind: kind)
                     }
                     state.failures += 1

@@ -193,6 +193,7 @@ final class RPCConnection: Sendable {
             core.deadlines.removeAll()
             let waiters = core.closedWaiters
             core.closedWaiters.removeAll()
+            wakeCapacityWaiters(&core)
             // Frames a peer never read (up to `unreadOutboundLimit`, in a buffer of up to twice that) are let go
             // now rather than with the connection object, so that the heap can be trimmed below.
             let held = core.outbound.capacity + core.spareOutbound.capacity
@@ -359,6 +360,8 @@ final class RPCConnection: Sendable {
             core.closing = true
             core.writer?.resume()
             core.writer = nil
+            // Senders waiting for capacity, and a channel waiting for the hello, look again: nothing more comes.
+            wakeCapacityWaiters(&core)
         }
     }
 

@@ -53,9 +53,10 @@ struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
                 }
             }
             var response = TspV1.RegisterEnrolmentResponse()
-            for accountID in request.accountIds {
-                let activation = try tsp.authentication.register(
-                    issuerID: issuerID, userID: request.userID, accountID: accountID)
+            for activation in try tsp.authentication.register(
+                issuerID: issuerID, userID: request.userID, accountIDs: request.accountIds)
+            {
+                let accountID = activation.accountID
                 response.activations.append(
                     TspV1.Activation(
                         accountID: accountID, activationCode: activation.code, referenceID: activation.referenceID,

@@ -56,18 +56,22 @@ final class TSPAuthentication: AccessTokenVerifier, Sendable {
 
     // MARK: Enrolment
 
-    /// Registers one enrolment and returns its activation (the only time the code exists in clear at the TSP).
-    func register(issuerID: String, userID: String, accountID: String) throws -> (
-        code: String, referenceID: String, expiresAtMs: UInt64
-    ) {
+    /// Registers the enrolment of each account, all or none (`TSPStore.registerEnrolments`), and returns their
+    /// activations in the same order (the only time the codes exist in clear at the TSP).
+    func register(issuerID: String, userID: String, accountIDs: [String]) throws -> [(
+        accountID: String, code: String, referenceID: String, expiresAtMs: UInt64
+    )] {
         let nowMs = now().unixMilliseconds
-        let code = try Self.activationCode()
-        let referenceID = "ref-" + Base64URL.encode(try SecureRandom.bytes(12))
         let expiresAtMs = nowMs + configuration.activationCodeValidity.milliseconds
-        try store.registerEnrolment(
-            issuerID: issuerID, userID: userID, accountID: accountID, referenceID: referenceID, code: code,
-            expiresAtMs: expiresAtMs, attempts: configuration.activationMaxAttempts, nowMs: nowMs)
-        return (code, referenceID, expiresAtMs)
+        var enrolments: [(accountID: String, referenceID: String, code: String)] = []
+        for accountID in accountIDs {
+            enrolments.append(
+                (accountID, "ref-" + Base64URL.encode(try SecureRandom.bytes(12)), try Self.activationCode()))
+        }
+        try store.registerEnrolments(
+            issuerID: issuerID, userID: userID, enrolments, expiresAtMs: expiresAtMs,
+            attempts: configuration.activationMaxAttempts, nowMs: nowMs)
+        return enrolments.map { ($0.accountID, $0.code, $0.referenceID, expiresAtMs) }
     }
 
     func activate(issuerID: String, referenceID: String, code: String, displayName: String) throws

@@ -62,7 +62,7 @@ extension TSPService {
             log.info(
                 "digitize retried for a token deleted before its decision; declined without asking the issuer",
                 ["request_id": request.requestID, "digital_card_id": pending.token.digitalCardID])
-        } else if let decided = await decide(
+        } else if let decided = try await decide(
             pending, request: request, held: try heldSuspension(of: pending, log: log), log: log)
         {
             outcome = decided
@@ -133,10 +133,13 @@ extension TSPService {
     }
 
     /// The issuer's decision, or the stand-in's when the issuer fails, is too slow, or answers nothing usable; a
-    /// decline when the issuer refuses the question; nil when the call was cancelled before a decision.
+    /// decline when the issuer refuses the question; nil when the call was cancelled before a decision. An issuer
+    /// that was given less than its deadline (what the wallet's own deadline left) and did not answer in it is no
+    /// slow issuer: nothing is decided, and the wallet is told to retry with time enough (UNAVAILABLE). Deciding by
+    /// the stand-in then let a wallet skip the issuer by sending a short deadline, and judged the risk data it sent.
     private func decide(
         _ pending: PendingDigitization, request: TspV1.DigitizeRequest, held: HeldSuspension?, log: Logger
-    ) async -> DigitizationOutcome? {
+    ) async throws(TSPError) -> DigitizationOutcome? {
         let problem: String
         let options = CallOptions.answeringInTime(atMost: configuration.issuerDeadline)
         do {
@@ -177,11 +180,20 @@ extension TSPService {
         } catch let error as RPCError {
             // Said in words: the reason reaches the wallet, the issuer (STAND_IN_ADVICE) and every listing, where
             // "issuer unavailable: DEADLINE_EXCEEDED" told an operator less than what happened.
+            if error.code == .deadlineExceeded, let given = options.timeout, given < configuration.issuerDeadline {
+                let needed = configuration.issuerDeadline + .seconds(1)
+                log.info(
+                    "issuer did not answer within what the wallet's deadline left; nothing decided",
+                    ["issuer_id": pending.token.issuerID, "given": DurationText.describe(given)])
+                throw TSPError(
+                    .unavailable,
+                    "the issuer did not answer within the \(DurationText.describe(given)) the wallet's deadline left "
+                        + "it; the TSP's stand-in decides only once the issuer has had its "
+                        + "\(DurationText.describe(configuration.issuerDeadline)): retry with the same request id and a "
+                        + "deadline of more than \(DurationText.describe(needed))")
+            }
             problem =
                 switch error.code {
-                case .deadlineExceeded where (options.timeout ?? .zero) < configuration.issuerDeadline:
-                    "the issuer did not answer within \(DurationText.describe(options.timeout ?? .zero)) (what the "
-                        + "wallet's deadline left)"
                 case .deadlineExceeded:
                     "the issuer did not answer within \(DurationText.describe(configuration.issuerDeadline))"
                 // The runtime marks the failures of its own side; an UNAVAILABLE without a mark is the issuer's

@@ -40,36 +40,51 @@ extension TSPStore {
         try SHA256.hash(Array("activation-code:\(referenceID):\(ActivationCode.normalized(code))".utf8))
     }
 
-    func registerEnrolment(
-        issuerID: String, userID: String, accountID: String, referenceID: String, code: String, expiresAtMs: UInt64,
-        attempts: Int, nowMs: UInt64
+    /// Registers the enrolment of each account (`accountID`, with its reference id and code) in one transaction:
+    /// one refused (another user came to hold it) registers none, where the accounts before it had their pending
+    /// codes replaced by ones the refused call never gave the issuer.
+    func registerEnrolments(
+        issuerID: String, userID: String, _ enrolments: [(accountID: String, referenceID: String, code: String)],
+        expiresAtMs: UInt64, attempts: Int, nowMs: UInt64
     ) throws {
-        let digest = try Self.activationDigest(referenceID: referenceID, code: code)
+        let digests = try enrolments.map { try Self.activationDigest(referenceID: $0.referenceID, code: $0.code) }
         try database.transaction { tx in
-            // Checked again here, in the transaction that registers: an activation of another user's pending code
-            // between the service's check and this one would otherwise leave two owners.
-            if let holder = try tx.queryOne(
-                Self.otherHolderQuery,
-                [issuerID, accountID, userID])
-            {
-                throw TSPError.accountHeld(accountID, by: try holder.text(0), for: userID)
+            for (enrolment, digest) in zip(enrolments, digests) {
+                try register(
+                    tx, issuerID: issuerID, userID: userID, accountID: enrolment.accountID,
+                    referenceID: enrolment.referenceID, digest: digest, expiresAtMs: expiresAtMs, attempts: attempts,
+                    nowMs: nowMs)
             }
-            _ = try tx.execute(
-                """
-                UPDATE auth_enrolments SET status = 'superseded', updated_at_ms = ?
-                WHERE issuer_id = ? AND account_id = ? AND status = 'pending'
-                """, [Int64(nowMs), issuerID, accountID])
-            _ = try tx.execute(
-                """
-                INSERT INTO auth_enrolments (reference_id, issuer_id, user_id, account_id, code_digest, expires_at_ms,
-                    attempts_left, status, created_at_ms, updated_at_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)
-                """,
-                [
-                    referenceID, issuerID, userID, accountID, digest, Int64(expiresAtMs), attempts, Int64(nowMs),
-                    Int64(nowMs),
-                ])
         }
+    }
+
+    private func register(
+        _ tx: Transaction, issuerID: String, userID: String, accountID: String, referenceID: String, digest: [UInt8],
+        expiresAtMs: UInt64, attempts: Int, nowMs: UInt64
+    ) throws {
+        // Checked again here, in the transaction that registers: an activation of another user's pending code
+        // between the service's check and this one would otherwise leave two owners.
+        if let holder = try tx.queryOne(
+            Self.otherHolderQuery,
+            [issuerID, accountID, userID])
+        {
+            throw TSPError.accountHeld(accountID, by: try holder.text(0), for: userID)
+        }
+        _ = try tx.execute(
+            """
+            UPDATE auth_enrolments SET status = 'superseded', updated_at_ms = ?
+            WHERE issuer_id = ? AND account_id = ? AND status = 'pending'
+            """, [Int64(nowMs), issuerID, accountID])
+        _ = try tx.execute(
+            """
+            INSERT INTO auth_enrolments (reference_id, issuer_id, user_id, account_id, code_digest, expires_at_ms,
+                attempts_left, status, created_at_ms, updated_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)
+            """,
+            [
+                referenceID, issuerID, userID, accountID, digest, Int64(expiresAtMs), attempts, Int64(nowMs),
+                Int64(nowMs),
+            ])
     }
 
     /// Checks an activation code; on success replaces the account's credentials with `user` and `device`.
@@ -231,8 +246,11 @@ extension TSPStore {
     func hasActivatedAccount(issuerID: String, userID: String, accountID: String) throws -> Bool {
         try database.queryOne(
             """
-            SELECT 1 FROM auth_credentials
-            WHERE issuer_id = ? AND user_id = ? AND account_id = ? AND kind = 'user' AND locked = 0
+            SELECT 1 FROM auth_credentials c
+            WHERE c.issuer_id = ? AND c.user_id = ? AND c.account_id = ? AND c.kind = 'user' AND NOT EXISTS (
+                SELECT 1 FROM auth_credentials l
+                WHERE l.issuer_id = c.issuer_id AND l.user_id = c.user_id AND l.account_id = c.account_id
+                    AND l.locked != 0)
             """, [issuerID, userID, accountID]) != nil
     }
 

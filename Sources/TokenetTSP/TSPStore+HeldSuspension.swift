@@ -42,20 +42,26 @@ extension TSPStore {
     ///
     /// A token SUSPENDED by the issuer or the TSP holds it, on any device of the account (one device's token does
     /// not make another's suspension moot). A token the wallet deleted while they held it SUSPENDED holds it until a
-    /// token of the card made later in that account is activated (ID&V passed, or an issuer that knew approved it):
-    /// a declined or abandoned attempt lifts nothing, or a third try would pass. A suspension the wallet placed
-    /// itself is its own to lift, and holds nothing.
+    /// token of the card made after the deletion in that account is activated (ID&V passed, or an issuer that knew
+    /// approved it): a declined or abandoned attempt lifts nothing, or a third try would pass, and neither does a
+    /// token made before, decided without the suspension. A suspension the wallet placed itself is its own to lift,
+    /// and holds nothing. Only tokens that were ever live are read: the declined and abandoned ones a wallet adding
+    /// a card in a loop leaves behind are not opened.
     func heldSuspension(
         of pan: PAN, walletNodeID: String?, walletAccountID: String, except: String
     ) throws -> HeldSuspension? {
         try database.transaction { tx in
             let rows = try tx.query(
                 """
-                SELECT digital_card_id, state, funding_pan FROM tokens
+                SELECT digital_card_id, state, funding_pan, created_at_ms FROM tokens
                 WHERE wallet_account_id = ? AND wallet_node_id IS ? AND pan_last4 = ? AND digital_card_id != ?
+                    AND (state = 'SUSPENDED' OR EXISTS (
+                        SELECT 1 FROM token_events e WHERE e.digital_card_id = tokens.digital_card_id
+                            AND e.from_state = 'INACTIVE' AND e.to_state = 'ACTIVE'))
                 """, [walletAccountID, walletNodeID, pan.last4, except])
             var holds: [(hold: HeldSuspension, eventID: Int64)] = []
-            var lastActivation: Int64 = 0
+            /// Each token's activation: the token's creation and the event's row.
+            var activations: [(createdAtMs: UInt64, eventID: Int64)] = []
             for row in rows {
                 let id = try row.text(0)
                 guard try vault.openPAN(try row.get(2), recordID: id) == pan else { continue }
@@ -65,14 +71,18 @@ extension TSPStore {
                     WHERE digital_card_id = ? AND from_state = 'INACTIVE' AND to_state = 'ACTIVE'
                     """, [id])?.get(0, as: Int64?.self)
                 {
-                    lastActivation = max(lastActivation, activation)
+                    activations.append((UInt64(try row.int64(3)), activation))
                 }
                 if let hold = try hold(tx, of: id, state: try row.text(1)) { holds.append(hold) }
             }
-            // A deleted token's hold ends with a later activation; a SUSPENDED token's stands while it is.
+            // A deleted token's hold ends with the activation of a token made after the deletion; a SUSPENDED
+            // token's stands while it is.
             return
                 holds
-                .filter { $0.hold.deletedAtMs == nil || $0.eventID > lastActivation }
+                .filter { held in
+                    guard let deletedAtMs = held.hold.deletedAtMs else { return true }
+                    return !activations.contains { $0.createdAtMs >= deletedAtMs && $0.eventID > held.eventID }
+                }
                 .max { $0.eventID < $1.eventID }?.hold
         }
     }

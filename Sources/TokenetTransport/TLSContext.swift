@@ -28,8 +28,12 @@ public final class TLSContext: @unchecked Sendable {
 
     /// The key-log file SSLKEYLOGFILE names in `environment` (nil when unset or empty), checked as a context would
     /// open it: a node checks it before it makes anything, where a refused one left a new data directory behind.
+    /// Only a regular file (or none yet) is opened to check it: opened and closed here, a pipe's reader got its end
+    /// of file and left, and the node's own contexts then found a pipe that nothing reads.
     public static func keyLogFile(in environment: [String: String]) throws(TransportError) -> String? {
         guard let path = environment["SSLKEYLOGFILE"].flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG { return path }
         _ = try KeyLogWriter(path: path)
         return path
     }

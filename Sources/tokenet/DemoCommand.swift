@@ -84,11 +84,14 @@ struct DemoCommand {
                         pkiDirectory: pkiDirectory, timeout: options.timeout, interruption: interruption))
             } else {
                 // Health alone is not the demo: "Demo OK" after it read as every flow having run.
+                let missing =
+                    fixture == nil
+                    ? "\(Self.fixturePath) was not found" : "Tools/gen-certs was not found, so there is no operator"
                 throw CLIError(
                     .setup,
                     "the demo's flows need Tools/gen-certs (the operator's certificate) and \(Self.fixturePath) of "
-                        + "the Tokenet checkout this tokenet was built from, and neither was found; run Tools/tokenet "
-                        + "demo from the checkout")
+                        + "the Tokenet checkout this tokenet was built from, and \(missing); run Tools/tokenet demo "
+                        + "from the checkout")
             }
             for choreography in choreographies {
                 printOut(choreography.title)

@@ -184,5 +184,10 @@ import TokenetTransport
         #expect(days?.hasSuffix("make a new one with Tools/gen-certs and restart the node") == true)
         let minutes = NodeRuntime.expiryWarning(now.addingTimeInterval(45), certificate: "tsp.pem", now: now)
         #expect(minutes?.contains("expires in 1 minute(s)") == true, "\(minutes ?? "")")
+        // To the nearest unit: 7 days less 30 s is 7 days, 1 min 59.6 s is 2 minutes.
+        let almostAWeek = NodeRuntime.expiryWarning(now.addingTimeInterval(7 * 86_400 - 30), certificate: "t", now: now)
+        #expect(almostAWeek?.contains("expires in 7 day(s)") == true, "\(almostAWeek ?? "")")
+        let twoMinutes = NodeRuntime.expiryWarning(now.addingTimeInterval(119.6), certificate: "t", now: now)
+        #expect(twoMinutes?.contains("expires in 2 minute(s)") == true, "\(twoMinutes ?? "")")
     }
 }

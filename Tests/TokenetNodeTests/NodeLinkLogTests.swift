@@ -25,13 +25,17 @@ import TokenetWire
         for channel in [calls, subscription] {
             await #expect(throws: RPCError.self) {
                 _ = try await channel.unary(
-                    HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(1)))
+                    HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(3)))
             }
         }
         await calls.close()
         await subscription.close()
         let lines = logs.lines.filter { $0.contains("cannot reach the tsp-node") }
-        #expect(lines.count == 1, "\(logs.lines)")
+        // One line for the refused connections, whichever channel met them first. A loaded machine may cut a first
+        // attempt short by its call's deadline, which is said first, and the reason of its own then follows once.
+        let refused = lines.filter { !$0.contains("DEADLINE_EXCEEDED") }
+        #expect(refused.count == 1, "\(logs.lines)")
+        #expect(lines.count - refused.count <= 1, "\(logs.lines)")
     }
 
     @Test func linkChangesAreNewsOncePerPeer() {
@@ -42,9 +46,9 @@ import TokenetWire
         #expect(outgoing.isNews(.reachable(afterFailedAttempts: 3), peer: "tsp"))
         #expect(!outgoing.isNews(.reachable(afterFailedAttempts: 2), peer: "tsp"))
         #expect(outgoing.isNews(.unreachable(reason: "refused"), peer: "tsp"))
-        // Another kind of reason while still unreachable is news; the same one again is not, nor an attempt cut
-        // short by its call (no kind).
-        #expect(!outgoing.isNews(.unreachable(reason: "refused", kind: "io"), peer: "tsp"))
+        // Another kind of reason while still unreachable is news (also the first one after attempts cut short by
+        // their calls, which have none); the same one again is not, nor another attempt cut short.
+        #expect(outgoing.isNews(.unreachable(reason: "refused", kind: "io"), peer: "tsp"))
         #expect(outgoing.isNews(.unreachable(reason: "certificate refused", kind: "certificateRefused"), peer: "tsp"))
         #expect(!outgoing.isNews(.unreachable(reason: "certificate refused", kind: "certificateRefused"), peer: "tsp"))
         #expect(!outgoing.isNews(.unreachable(reason: "the deadline passed"), peer: "tsp"))

@@ -39,6 +39,38 @@ import TokenetWire
 
     static let fastBackoff = RPCChannel.Backoff(initial: .milliseconds(5), maximum: .milliseconds(20))
 
+    /// A peer that is down fails in several ways in turn (a reset, a handshake cut short): one kind of reason, said
+    /// once; a refusal retrying cannot mend is a kind of its own, and an attempt cut short by its call none.
+    @Test func failuresAreOfOneKindUnlessTheyAreRefusals() {
+        let reset = RPCChannel.failureKind(TransportError(.io, "read failed: Connection reset by peer (errno 104)"))
+        let cut = RPCChannel.failureKind(TransportError(.handshakeFailed, "TLS handshake failed [unexpected eof]"))
+        let refused = RPCChannel.failureKind(
+            TransportError(.certificateRefused, "the server refused this client's certificate (certificate expired)"))
+        #expect(reset != nil && reset == cut)
+        #expect(refused != nil && refused != reset)
+        #expect(RPCChannel.failureKind(RPCError(.deadlineExceeded, "the deadline passed")) == nil)
+    }
+
+    /// A peer that closes before its hello fails the attempt at once: the channel waits for the hello before it
+    /// counts a connection as made, and a wait not woken by the end of reading held a call without a deadline for
+    /// good.
+    @Test(.timeLimit(.minutes(1))) func aPeerThatLeavesBeforeItsHelloFailsTheAttempt() async throws {
+        let attempts = Atomic<Int>(0)
+        let channel = RPCChannel(backoff: Self.fastBackoff) {
+            attempts.add(1, ordering: .relaxed)
+            let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+            await serverEnd.close()
+            return clientEnd
+        }
+        let error = await #expect(throws: RPCError.self) {
+            _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1))
+        }
+        #expect(error?.code == .unavailable, "\(String(describing: error))")
+        #expect(error?.message.contains("before its hello") == true, "\(String(describing: error))")
+        #expect(attempts.load(ordering: .relaxed) > 1)
+        await channel.close()
+    }
+
     @Test func connectsLazilyAndSharesOneConnection() async throws {
         let harness = Harness()
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }

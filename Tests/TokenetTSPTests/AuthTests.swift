@@ -198,6 +198,26 @@ import TokenetWire
         #expect(response.results[1].userCredential == nil)
     }
 
+    /// A bulk enrolment registers all its accounts or none: one found held by another user in the registering
+    /// transaction (enrolled by them since the service's check) left the accounts before it with new pending codes
+    /// that the refused call never gave the issuer, and their codes the issuer held no longer worked.
+    @Test func aBulkEnrolmentRegistersAllOrNone() async throws {
+        let auth = try await Auth.make()
+        let pending = try await auth.enrol("ch-alice", ["acc-1"])[0]
+        #expect(try await auth.activate(try await auth.enrol("ch-bob", ["acc-2"])[0]).result == .success)
+        let store = try TSPStore.open(
+            path: auth.harness.directory + "/tsp.sqlite",
+            key: try TSPKeyFiles.loadVault(dataDirectory: auth.harness.directory))
+        #expect(throws: TSPError.self) {
+            try store.registerEnrolments(
+                issuerID: "bank-a", userID: "ch-alice",
+                [("acc-1", "ref-new-1", "ABCDEFGH23"), ("acc-2", "ref-new-2", "ABCDEFGH45")], expiresAtMs: .max / 2,
+                attempts: 5, nowMs: auth.harness.clock.now.unixMilliseconds)
+        }
+        try store.database.close()
+        #expect(try await auth.activate(pending).result == .success)
+    }
+
     /// An entry that cannot be an activation refuses the whole call before any account is activated: activated
     /// one by one, the accounts before it had their credentials replaced, and the call's refusal lost the new ones.
     @Test func aBulkActivationWithAnUnusableEntryActivatesNothing() async throws {

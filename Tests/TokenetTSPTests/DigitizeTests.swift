@@ -206,6 +206,37 @@ import TokenetWire
         #expect(CallOptions.answeringInTime(atMost: .seconds(5)).timeout == .seconds(5))
     }
 
+    /// An issuer given only what a short wallet deadline left, and silent in it, is no slow issuer: nothing is
+    /// decided, the wallet hears how long a deadline the stand-in needs, and a retry asks the issuer again. Deciding
+    /// by the stand-in let a wallet skip the issuer by sending a short deadline.
+    @Test func aShortWalletDeadlineDoesNotLetTheStandInDecide() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.slow)
+        let eligibility = try await tsp.eligibleVisa()
+        var request = TspV1.DigitizeRequest(
+            requestID: UUID().uuidString, eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk)
+        if case .termsAndConditions(let terms) = eligibility.terms {
+            request.acceptedTermsID = terms.id
+            request.termsAcceptedAtMs = tsp.clock.now.unixMilliseconds
+        }
+        let error = await #expect(throws: RPCError.self) {
+            try await tsp.wallet.digitize(request, options: CallOptions(timeout: .seconds(5)))
+        }
+        // On a loaded machine the wallet's own deadline may come first; either way nothing was decided.
+        if error?.code == .unavailable {
+            #expect(
+                error?.message.contains("the TSP's stand-in decides only once the issuer has had its 120000 ms")
+                    == true,
+                "\(String(describing: error))")
+        } else {
+            #expect(error?.code == .deadlineExceeded, "\(String(describing: error))")
+        }
+        tsp.issuer.set(.approve)
+        let retried = try await tsp.wallet.digitize(request, options: CallOptions(timeout: .seconds(120)))
+        #expect(retried.decidedBy == "issuer" && retried.tokenState == .active, "\(retried)")
+    }
+
     @Test func unavailableIssuerMeansStandInDeclineForHighRisk() async throws {
         let tsp = try TSPHarness.make()
         tsp.issuer.set(.unavailable)

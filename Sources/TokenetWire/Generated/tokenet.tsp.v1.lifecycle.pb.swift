@@ -803,7 +803,9 @@ extension TspV1 {
         /// The renewed card (new number and/or expiry) encrypted to the TSP's key.
         public var cardData: CardV1.EncryptedCardData? = nil
 
-        /// The issuer's card id before and after the renewal (the same when the card keeps its id).
+        /// The issuer's card id before and after the renewal (the same when the card keeps its id), passed on in
+        /// CARD_RENEWAL. Each is empty, or 1 to 64 characters without spaces, control or format characters or a card number
+        /// (INVALID_ARGUMENT otherwise, before anything is renewed).
         public var previousCardID: String = ""
 
         public var newCardID: String = ""

@@ -408,7 +408,9 @@ struct  Tokenet__Tsp__V1__RenewCardRequest
    */
   Tokenet__Card__V1__EncryptedCardData *card_data;
   /*
-   * The issuer's card id before and after the renewal (the same when the card keeps its id).
+   * The issuer's card id before and after the renewal (the same when the card keeps its id), passed on in
+   * CARD_RENEWAL. Each is empty, or 1 to 64 characters without spaces, control or format characters or a card number
+   * (INVALID_ARGUMENT otherwise, before anything is renewed).
    */
   char *previous_card_id;
   char *new_card_id;
