@@ -54,7 +54,7 @@ public enum TSPNode {
     }
 
     /// The services over explicit parts: tests pass an in-memory issuer, a clock and an access-token verifier of
-    /// their own. Without a verifier, in-app activation (`IssuerIdv.ActivateDigitalCard`) is refused.
+    /// their own. Without one, the TSP's own authentication service verifies access tokens.
     public static func services(
         dataDirectory: String, issuer: any RPCCaller, issuerRoutes: [String: any RPCCaller] = [:], logger: Logger,
         configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },

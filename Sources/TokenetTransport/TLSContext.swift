@@ -96,6 +96,15 @@ public final class TLSContext: @unchecked Sendable {
                 // party's): name both.
                 if ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH {
                     _ = TransportError.drainOpenSSLErrorCodes()
+                    // A chain file whose CAs come first (`cat intermediate.pem node.pem`) reads as a key mismatch:
+                    // the first certificate is the one the key is checked against.
+                    if let first = SSL_CTX_get0_certificate(pointer), X509_check_ca(first) > 0 {
+                        throw TransportError(
+                            .configuration,
+                            "the first certificate in \(chain) is a CA's, so the private key \(key) was checked "
+                                + "against it: put the node's own certificate first in \(chain), then the CAs that "
+                                + "signed it")
+                    }
                     throw TransportError(
                         .configuration,
                         "the private key \(key) does not belong to the certificate \(chain); give the key made with "

@@ -64,6 +64,28 @@ import TokenetTestSupport
         )
     }
 
+    /// A chain file with its CA first reads as a key that does not belong to the certificate: said as what it is.
+    @Test func aChainWithItsCAFirstIsSaidSo() throws {
+        let pki = DevelopmentPKI.shared
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-chain-order-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let reversed = directory.appendingPathComponent("reversed.pem").path
+        let bundle =
+            try String(contentsOfFile: pki.path("ca.pem"), encoding: .utf8)
+            + String(contentsOfFile: pki.path("wallet.pem"), encoding: .utf8)
+        try bundle.write(toFile: reversed, atomically: true, encoding: .utf8)
+        let configuration = TLSConfiguration.client(
+            certificateChainFile: reversed, privateKeyFile: pki.path("wallet.key"), trustedCAFile: pki.path("ca.pem"))
+        let error = #expect(throws: TransportError.self) {
+            _ = try TLSContext(configuration: configuration, keyLogFile: nil)
+        }
+        #expect(
+            error?.message.contains("the first certificate in \(reversed) is a CA's") == true,
+            "\(String(describing: error))")
+        #expect(error?.message.contains("put the node's own certificate first") == true)
+    }
+
     @Test func aCACertificateIsNoIdentityOnEitherSide() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-ca-like-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
