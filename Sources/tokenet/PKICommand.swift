@@ -28,6 +28,8 @@ enum PKICommand {
         Files already in DIR are kept, so running it again adds only what is missing. A Tokenet certificate
         there (with its key) that DIR/ca.pem does not verify, signed by an earlier CA or expired, is made
         again with the names it had, those of earlier --node runs too; other files in DIR are left alone.
+        One it verifies that no node could use (it names another node, or its key is another's) fails
+        the run, named, to be moved aside.
 
         Options:
           --node ROLE/ID  Also create DIR/ID.pem and DIR/ID.key for one more node of ROLE (tsp, issuer,
@@ -35,7 +37,7 @@ enum PKICommand {
                           node (--node issuer/issuer-2). May be given more than once.
           -h, --help      Show this help.
 
-        Exit status: 0 once DIR holds the files, 1 when they could not be made (the reason is printed),
+        Exit status: 0 once DIR holds usable files, 1 when they could not be made (the reason is printed),
         2 for a usage mistake.
         """
 

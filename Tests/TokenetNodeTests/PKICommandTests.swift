@@ -56,7 +56,7 @@ import TokenetTestSupport
         let repaired = try await runTokenet(["pki", "init", pki, "--node", "wallet/wallet-2"])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         #expect(
-            repaired.stdout.contains("created \(pki)/wallet-2.pem (the one there was signed by an earlier CA, or had "),
+            repaired.stdout.contains("created \(pki)/wallet-2.pem (the one there was signed by an earlier CA, had "),
             "\(repaired.stdout)")
         #expect(!repaired.stdout.contains("created \(pki)/tsp.pem"), "\(repaired.stdout)")
         #expect(try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/wallet-2.pem"]).status == 0)
@@ -66,6 +66,30 @@ import TokenetTestSupport
     /// (it was replaced by one of Tokenet's, its key lost, and every .pem made world-readable); a Tokenet one an
     /// earlier CA signed is signed again without being named (a run cut short left it behind, and the next one
     /// said all was well); one without its key is named; and an ID already another role's is refused.
+    /// Files no node could use are not kept as if they were: another role's certificate copied in under this
+    /// role's name, or a key that is not the certificate's. The run said DIR held the files, and exited 0.
+    @Test func certificatesNoNodeCouldUseAreNamed() async throws {
+        let directory = try TemporaryDirectory()
+        let pki = directory.path("pki")
+        #expect(try await runTokenet(["pki", "init", pki]).status == 0)
+        for name in ["tsp.pem", "tsp.key"] { try FileManager.default.removeItem(atPath: "\(pki)/\(name)") }
+        try FileManager.default.copyItem(atPath: "\(pki)/wallet.pem", toPath: "\(pki)/tsp.pem")
+        try FileManager.default.copyItem(atPath: "\(pki)/wallet.key", toPath: "\(pki)/tsp.key")
+        let copied = try await runTokenet(["pki", "init", pki])
+        #expect(copied.status == 1, "\(copied.stdout)")
+        #expect(
+            copied.stderr.contains("\(pki)/tsp.pem does not name tokenet://tsp/tsp-1, so no node could use them"),
+            "\(copied.stderr)")
+
+        for name in ["tsp.pem", "tsp.key"] { try FileManager.default.removeItem(atPath: "\(pki)/\(name)") }
+        #expect(try await runTokenet(["pki", "init", pki]).status == 0)
+        try FileManager.default.removeItem(atPath: "\(pki)/tsp.key")
+        try FileManager.default.copyItem(atPath: "\(pki)/wallet.key", toPath: "\(pki)/tsp.key")
+        let mismatched = try await runTokenet(["pki", "init", pki])
+        #expect(mismatched.status == 1, "\(mismatched.stdout)")
+        #expect(mismatched.stderr.contains("\(pki)/tsp.key is not the key of \(pki)/tsp.pem"), "\(mismatched.stderr)")
+    }
+
     @Test func otherFilesInTheDirectoryAreLeftAloneAndStaleOnesNamed() async throws {
         let directory = try TemporaryDirectory()
         let pki = directory.path("pki")
