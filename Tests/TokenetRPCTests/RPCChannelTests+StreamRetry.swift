@@ -22,7 +22,7 @@ extension RPCChannelTests {
         let connector = DroppingConnector(goaway: false)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await connector.connect() }
         let stream = try await channel.serverStreaming(
-            Echo.serverStream, Scalars(fUint32: 3), options: CallOptions(timeout: .seconds(30)))
+            Echo.serverStream, Scalars(fUint32: 3), options: CallOptions(timeout: .seconds(120)))
         do {
             for try await _ in stream { Issue.record("a response arrived from a server that closed") }
             Issue.record("the stream ended without an error")

@@ -450,7 +450,7 @@ import TokenetWire
         let connector = DroppingConnector(goaway: false)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await connector.connect() }
         do {
-            _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(30)))
+            _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(120)))
             Issue.record("the call was sent again")
         } catch let error as RPCError {
             #expect(error.code == .unavailable)
