@@ -58,21 +58,30 @@ import TokenetWire
 /// A peer of another PKI: both sides say which CA is at fault, where they quoted OpenSSL alone ("self-signed
 /// certificate in certificate chain" calling, "tlsv1 alert unknown ca" serving).
 @Suite struct PeerOfAnotherPKITests {
+    /// A wallet node's channel to the TSP at `listener`, with the untrusted PKI's wallet certificate and `ca`.
+    static func walletChannel(
+        to listener: RPCNodeListener, ca: String, logs: MemoryLogSink, loop: EventLoop
+    ) throws -> RPCChannel {
+        let pki = DevelopmentPKI.shared
+        var options = NodeOptions()
+        options.certificatePath = pki.untrustedPath("wallet.pem")
+        options.privateKeyPath = pki.untrustedPath("wallet.key")
+        options.caPath = ca
+        options.peers = [.tsp: listener.boundAddress]
+        let context = NodeContext(
+            options: options, logger: Logger(node: "wallet-node", sink: logs), dataDirectory: "", eventLoop: loop)
+        return try context.channel(to: .tsp)
+    }
+
     @Test(.timeLimit(.minutes(3))) func bothSidesNameTheCA() async throws {
         let pki = DevelopmentPKI.shared
         let serverLogs = MemoryLogSink()
         let listener = try await NodeContextPeerRoleTests.serving("tsp", logs: serverLogs)
         let loop = try EventLoop(name: "test-node-other-pki")
         defer { loop.shutdown() }
-        var options = NodeOptions()
-        options.certificatePath = pki.untrustedPath("wallet.pem")
-        options.privateKeyPath = pki.untrustedPath("wallet.key")
-        options.caPath = pki.untrustedPath("ca.pem")
-        options.peers = [.tsp: listener.boundAddress]
         let logs = MemoryLogSink()
-        let context = NodeContext(
-            options: options, logger: Logger(node: "wallet-node", sink: logs), dataDirectory: "", eventLoop: loop)
-        let tsp = try context.channel(to: .tsp)
+        let tsp = try Self.walletChannel(
+            to: listener, ca: pki.untrustedPath("ca.pem"), logs: logs, loop: loop)
         await #expect(throws: RPCError.self) {
             _ = try await tsp.unary(
                 HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(10)))
@@ -99,15 +108,8 @@ extension PeerOfAnotherPKITests {
         let listener = try await NodeContextPeerRoleTests.serving("tsp", logs: MemoryLogSink())
         let loop = try EventLoop(name: "test-node-refused-certificate")
         defer { loop.shutdown() }
-        var options = NodeOptions()
-        options.certificatePath = pki.untrustedPath("wallet.pem")
-        options.privateKeyPath = pki.untrustedPath("wallet.key")
-        options.caPath = pki.path("ca.pem")
-        options.peers = [.tsp: listener.boundAddress]
         let logs = MemoryLogSink()
-        let context = NodeContext(
-            options: options, logger: Logger(node: "wallet-node", sink: logs), dataDirectory: "", eventLoop: loop)
-        let tsp = try context.channel(to: .tsp)
+        let tsp = try Self.walletChannel(to: listener, ca: pki.path("ca.pem"), logs: logs, loop: loop)
         for _ in 0..<2 {
             let error = await #expect(throws: RPCError.self) {
                 _ = try await tsp.unary(

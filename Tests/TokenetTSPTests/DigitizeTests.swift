@@ -175,6 +175,20 @@ import TokenetWire
         #expect(history.events.last?.reason.contains("the issuer did not answer within ") == true)
     }
 
+    /// A low-risk Digitize of `eligibility`'s card, its terms accepted, for calls made with options of their own.
+    static func lowRiskRequest(_ tsp: TSPHarness, _ eligibility: TspV1.CheckEligibilityResponse)
+        -> TspV1.DigitizeRequest
+    {
+        var request = TspV1.DigitizeRequest(
+            requestID: UUID().uuidString, eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk)
+        if case .termsAndConditions(let terms) = eligibility.terms {
+            request.acceptedTermsID = terms.id
+            request.termsAcceptedAtMs = tsp.clock.now.unixMilliseconds
+        }
+        return request
+    }
+
     /// The TSP gives the issuer what the wallet's deadline leaves, less room to decide without it (its own checks,
     /// its stand-in rule) and answer: given all of it, the issuer's call and the wallet's ended at once, the wallet got
     /// UNAVAILABLE, the digitization stayed pending, and every retry asked the issuer again, so the stand-in never
@@ -191,13 +205,7 @@ import TokenetWire
                 instrument: .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)))),
             options: options)
         #expect(eligibility.eligible)
-        var request = TspV1.DigitizeRequest(
-            requestID: UUID().uuidString, eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
-            walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk)
-        if case .termsAndConditions(let terms) = eligibility.terms {
-            request.acceptedTermsID = terms.id
-            request.termsAcceptedAtMs = tsp.clock.now.unixMilliseconds
-        }
+        let request = Self.lowRiskRequest(tsp, eligibility)
         #expect(try await tsp.wallet.digitize(request, options: options).decidedBy == "issuer")
         let given = tsp.issuer.state.withLock { $0.timeGiven }
         #expect(given.count == 2)
@@ -213,13 +221,7 @@ import TokenetWire
         let tsp = try TSPHarness.make()
         tsp.issuer.set(.slow)
         let eligibility = try await tsp.eligibleVisa()
-        var request = TspV1.DigitizeRequest(
-            requestID: UUID().uuidString, eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
-            walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk)
-        if case .termsAndConditions(let terms) = eligibility.terms {
-            request.acceptedTermsID = terms.id
-            request.termsAcceptedAtMs = tsp.clock.now.unixMilliseconds
-        }
+        let request = Self.lowRiskRequest(tsp, eligibility)
         let error = await #expect(throws: RPCError.self) {
             try await tsp.wallet.digitize(request, options: CallOptions(timeout: .seconds(5)))
         }
