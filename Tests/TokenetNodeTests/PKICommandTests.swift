@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// `tokenet pki init DIR`: the development PKI the nodes and the CLI present, made by Tools/gen-certs.
 @Suite struct PKICommandTests {
@@ -155,17 +156,16 @@ import TokenetTestSupport
         try run(PackageRoot.url.appendingPathComponent("Tools/gen-certs").path, arguments)
     }
 
+    /// Runs `executable` with SpawnedProcess, as the other tests do: Foundation's `Process` crashed a full parallel
+    /// run inside `Process.run()`. Its output and errors are short (a few lines), so reading one pipe to its end
+    /// before the other cannot fill the second.
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        let process = try SpawnedProcess(
+            executable, arguments, standardInput: .nullDevice, standardOutput: .pipe, standardError: .pipe)
+        let output = process.standardOutput?.readDataToEndOfFile() ?? Data()
+        let errors = process.standardError?.readDataToEndOfFile() ?? Data()
+        let termination = process.waitUntilExit(killingAfter: 120)
+        return (termination.status, String(decoding: output + errors, as: UTF8.self))
     }
 
     /// gen-certs' test options asked of a DIR they cannot apply to: `--untrusted` for a DIR holding the development
