@@ -67,6 +67,21 @@ import TokenetTransport
     /// (it was replaced by one of Tokenet's, its key lost, and every .pem made world-readable); a Tokenet one an
     /// earlier CA signed is signed again without being named (a run cut short left it behind, and the next one
     /// said all was well); one without its key is named; and an ID already another role's is refused.
+    /// A file of someone else's where a certificate goes stops the run before anything is written: refused only
+    /// when its turn came, it left DIR with a new CA and half a PKI.
+    @Test func aForeignFileStopsTheRunBeforeTheCAIsMade() async throws {
+        let directory = try TemporaryDirectory()
+        let pki = directory.path("pki")
+        try FileManager.default.createDirectory(atPath: pki, withIntermediateDirectories: true)
+        try "not a certificate\n".write(toFile: "\(pki)/wallet.pem", atomically: true, encoding: .utf8)
+        let result = try await runTokenet(["pki", "init", pki])
+        #expect(result.status == 1, "\(result.stdout)")
+        #expect(
+            result.stderr.contains("\(pki)/wallet.pem is not a certificate of a Tokenet CA, so it is left alone"),
+            "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pki) == ["wallet.pem"])
+    }
+
     /// Files no node could use are not kept as if they were: another role's certificate copied in under this
     /// role's name, or a key that is not the certificate's. The run said DIR held the files, and exited 0.
     @Test func certificatesNoNodeCouldUseAreNamed() async throws {
