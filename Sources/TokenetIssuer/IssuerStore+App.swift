@@ -156,8 +156,7 @@ extension IssuerStore {
     }
 
     func insertAppUser(_ user: AppUserRecord, nowMs: UInt64) throws(IssuerError) {
-        let parameters = try appUserParameters(user, nowMs: nowMs)
-        _ = try storage("record the app's user") { try database.execute(Self.appUserInsert, parameters) }
+        try saveActivation([], newUser: user, nowMs: nowMs)
     }
 
     /// The accounts an activation gave credentials to, and the app's user when the activation makes it (its PIN),
@@ -205,9 +204,7 @@ extension IssuerStore {
 
     /// Stores an activated account, replacing an earlier activation of the same account.
     func saveAppAccount(_ account: AppAccountRecord) throws(IssuerError) {
-        _ = try storage("record an activated account") {
-            try database.execute(Self.appAccountUpsert, Self.parameters(of: account))
-        }
+        try saveActivation([account], newUser: nil, nowMs: account.activatedAtMs)
     }
 
     private static let appAccountUpsert = """

@@ -53,11 +53,13 @@ extension TSPStore {
         try database.transaction { tx in
             let rows = try tx.query(
                 """
-                SELECT digital_card_id, state, funding_pan, created_at_ms FROM tokens
-                WHERE wallet_account_id = ? AND wallet_node_id IS ? AND pan_last4 = ? AND digital_card_id != ?
-                    AND (state = 'SUSPENDED' OR EXISTS (
-                        SELECT 1 FROM token_events e WHERE e.digital_card_id = tokens.digital_card_id
-                            AND e.from_state = 'INACTIVE' AND e.to_state = 'ACTIVE'))
+                SELECT digital_card_id, state, funding_pan, created_at_ms, activation FROM (
+                    SELECT digital_card_id, state, funding_pan, created_at_ms, (
+                        SELECT MAX(e.id) FROM token_events e WHERE e.digital_card_id = tokens.digital_card_id
+                            AND e.from_state = 'INACTIVE' AND e.to_state = 'ACTIVE') AS activation
+                    FROM tokens
+                    WHERE wallet_account_id = ? AND wallet_node_id IS ? AND pan_last4 = ? AND digital_card_id != ?)
+                WHERE state = 'SUSPENDED' OR activation IS NOT NULL
                 """, [walletAccountID, walletNodeID, pan.last4, except])
             var holds: [(hold: HeldSuspension, eventID: Int64)] = []
             /// Each token's activation: the token's creation and the event's row.
@@ -65,12 +67,7 @@ extension TSPStore {
             for row in rows {
                 let id = try row.text(0)
                 guard try vault.openPAN(try row.get(2), recordID: id) == pan else { continue }
-                if let activation = try tx.queryOne(
-                    """
-                    SELECT MAX(id) FROM token_events
-                    WHERE digital_card_id = ? AND from_state = 'INACTIVE' AND to_state = 'ACTIVE'
-                    """, [id])?.get(0, as: Int64?.self)
-                {
+                if let activation = try row.get(4, as: Int64?.self) {
                     activations.append((UInt64(try row.int64(3)), activation))
                 }
                 if let hold = try hold(tx, of: id, state: try row.text(1)) { holds.append(hold) }
