@@ -6,10 +6,21 @@ import Synchronization
 /// A new id wakes an idle worker only while fewer than `eagerCalls` acknowledgements are on their way: when the
 /// broker is busy, ids gather for the worker that comes back next instead of leaving one by one, which would cost
 /// a call, an fsync and a commit each.
+///
+/// Each id keeps the trace id of the flow that sent its message, so that a batch of one flow's messages (most
+/// often a single one) is acknowledged under that flow's trace: the TSP's log line for the Acknowledge reads as part
+/// of the flow. A batch that mixes flows is acknowledged under a trace of its own.
 final class AcknowledgementQueue: Sendable {
+    /// A handled message waiting for its acknowledgement.
+    struct Pending: Sendable, Equatable {
+        let id: String
+        /// The trace id its message carried; empty for none.
+        let traceID: String
+    }
+
     private struct State {
-        var ids: [String] = []
-        var waiters: [CheckedContinuation<[String]?, Never>] = []
+        var ids: [Pending] = []
+        var waiters: [CheckedContinuation<[Pending]?, Never>] = []
         var finished = false
         /// Batches taken and not yet reported done.
         var inFlight = 0
@@ -24,9 +35,9 @@ final class AcknowledgementQueue: Sendable {
         self.eagerCalls = eagerCalls
     }
 
-    func add(_ id: String) {
-        let waiter = state.withLock { state -> (CheckedContinuation<[String]?, Never>, [String])? in
-            state.ids.append(id)
+    func add(_ id: String, traceID: String = "") {
+        let waiter = state.withLock { state -> (CheckedContinuation<[Pending]?, Never>, [Pending])? in
+            state.ids.append(Pending(id: id, traceID: traceID))
             guard !state.waiters.isEmpty, state.inFlight < eagerCalls else { return nil }
             let waiter = state.waiters.removeFirst()
             return (waiter, takeBatch(&state))
@@ -36,8 +47,8 @@ final class AcknowledgementQueue: Sendable {
 
     /// Puts back ids whose acknowledgement failed, ahead of the others, so that a worker tries them again. False
     /// when the queue is finished (the stream is over): the caller keeps them for the next stream.
-    func retry(_ ids: [String]) -> Bool {
-        let waiter = state.withLock { state -> (CheckedContinuation<[String]?, Never>, [String])?? in
+    func retry(_ ids: [Pending]) -> Bool {
+        let waiter = state.withLock { state -> (CheckedContinuation<[Pending]?, Never>, [Pending])?? in
             guard !state.finished else { return .none }
             state.ids.insert(contentsOf: ids, at: 0)
             guard !state.waiters.isEmpty, state.inFlight < eagerCalls else { return .some(nil) }
@@ -60,9 +71,9 @@ final class AcknowledgementQueue: Sendable {
     }
 
     /// The next batch; nil once finished and drained. Call `done()` once the batch's call is over.
-    func take() async -> [String]? {
+    func take() async -> [Pending]? {
         await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> [String]?? in
+            let ready = state.withLock { state -> [Pending]?? in
                 if !state.ids.isEmpty { return .some(takeBatch(&state)) }
                 if state.finished { return .some(nil) }
                 state.waiters.append(continuation)
@@ -77,7 +88,13 @@ final class AcknowledgementQueue: Sendable {
         state.withLock { $0.inFlight -= 1 }
     }
 
-    private func takeBatch(_ state: inout State) -> [String] {
+    /// The trace id a batch is acknowledged under: the one its messages share, or empty when they share none.
+    static func sharedTrace(of batch: [Pending]) -> String {
+        guard let first = batch.first?.traceID, batch.allSatisfy({ $0.traceID == first }) else { return "" }
+        return first
+    }
+
+    private func takeBatch(_ state: inout State) -> [Pending] {
         let count = min(batch, state.ids.count)
         defer { state.ids.removeFirst(count) }
         state.inFlight += 1

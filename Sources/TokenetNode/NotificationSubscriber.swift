@@ -146,7 +146,7 @@ public final class NotificationSubscriber: Sendable {
                         handlerFailed = true
                         throw error
                     }
-                    acknowledgements.add(notification.messageID)
+                    acknowledgements.add(notification.messageID, traceID: notification.traceID)
                 }
             }
             if Task.isCancelled {
@@ -241,13 +241,17 @@ public final class NotificationSubscriber: Sendable {
 
     /// One acknowledgement worker: syncs the journal, acknowledges a batch, forgets it once confirmed.
     private func acknowledge(from queue: AcknowledgementQueue) async {
-        while let ids = await queue.take() {
+        while let batch = await queue.take() {
             defer { queue.done() }
+            let ids = batch.map(\.id)
             do {
                 try processed.sync()
-                _ = try await client.acknowledge(
-                    TspV1.AcknowledgeRequest(messageIds: ids), options: CallOptions(timeout: options.acknowledgeTimeout)
-                )
+                // Under the trace of the flow whose messages these are, when they are one flow's.
+                try await FlowTrace.run(AcknowledgementQueue.sharedTrace(of: batch)) {
+                    _ = try await client.acknowledge(
+                        TspV1.AcknowledgeRequest(messageIds: ids),
+                        options: CallOptions(timeout: options.acknowledgeTimeout))
+                }
                 processed.forget(ids)
                 options.onAcknowledged?(ids)
             } catch {
@@ -263,7 +267,7 @@ public final class NotificationSubscriber: Sendable {
                     "acknowledging notifications failed; trying again",
                     ["count": "\(ids.count)", "error": "\(error)"])
                 try? await sleep(options.backoff.delay(beforeAttempt: 1))
-                if !queue.retry(ids) { unconfirmed.withLock { $0.append(contentsOf: ids) } }
+                if !queue.retry(batch) { unconfirmed.withLock { $0.append(contentsOf: ids) } }
             }
         }
     }

@@ -1,11 +1,11 @@
 import Foundation
 import Synchronization
 import Testing
-import TokenetNode
 import TokenetRPC
 import TokenetTransport
 import TokenetWire
 
+@testable import TokenetNode
 @testable import TokenetTSP
 
 /// The nodes' subscriber runtime against the real broker over in-memory connections.
@@ -233,6 +233,39 @@ import TokenetWire
         #expect(await Self.eventually { handler.traces.withLock { $0.count } == 2 })
         running.cancel()
         #expect(handler.traces.withLock { $0 } == ["0123456789abcdef", nil])
+    }
+
+    /// A message's acknowledgement is sent under the trace of the flow that published it, so that the TSP's line for
+    /// the Acknowledge call reads as part of that flow.
+    @Test func aMessageIsAcknowledgedUnderTheTraceOfItsFlow() async throws {
+        let harness = try BrokerHarness.make()
+        try await FlowTrace.run("0123456789abcdef") {
+            _ = try await harness.broker.publish(
+                BrokerHarness.notification(card: "card-a", note: "0"), to: ["wallet/wallet-1"])
+        }
+        let traces = Mutex<[String?]>([])
+        let caller = InterceptingCaller(base: Self.caller(harness)) { path in
+            if path == Self.acknowledge { traces.withLock { $0.append(FlowTrace.active) } }
+        }
+        let handler = CountingHandler()
+        let subscriber = try Self.subscriber(caller, handler, journal: harness.directory + "/wallet-journal.log")
+        let running = Task { await subscriber.run() }
+        await handler.wait(for: 1)
+        try await Self.drained(harness)
+        running.cancel()
+        #expect(traces.withLock { $0 } == ["0123456789abcdef"])
+    }
+
+    /// A batch is acknowledged under the trace its messages share, and under none when they share none.
+    @Test func aBatchSharesATraceOnlyWhenAllItsMessagesDo() {
+        typealias Pending = AcknowledgementQueue.Pending
+        let one = [Pending(id: "a", traceID: "0123456789abcdef"), Pending(id: "b", traceID: "0123456789abcdef")]
+        let mixed = [Pending(id: "a", traceID: "0123456789abcdef"), Pending(id: "b", traceID: "fedcba9876543210")]
+        let partly = [Pending(id: "a", traceID: "0123456789abcdef"), Pending(id: "b", traceID: "")]
+        #expect(AcknowledgementQueue.sharedTrace(of: one) == "0123456789abcdef")
+        #expect(AcknowledgementQueue.sharedTrace(of: mixed) == "")
+        #expect(AcknowledgementQueue.sharedTrace(of: partly) == "")
+        #expect(AcknowledgementQueue.sharedTrace(of: []) == "")
     }
 
     @Test func restartBetweenHandlingAndAcknowledgingDoesNotHandleTwice() async throws {
