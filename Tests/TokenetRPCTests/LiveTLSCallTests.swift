@@ -123,7 +123,9 @@ import TokenetWire
         let operatorClient = try await harness.client("operator")
         #expect(try await operatorClient.unary(Echo.unary, Scalars()).fString == "tokenet://operator/operator-1")
         let walletClient = try await harness.client("wallet")
-        await #expect(throws: RPCError.self) { try await walletClient.unary(Echo.unary, Scalars()) }
+        let refusal = await #expect(throws: RPCError.self) { try await walletClient.unary(Echo.unary, Scalars()) }
+        #expect(refusal?.code == .permissionDenied, "\(String(describing: refusal))")
+        #expect(refusal?.message.contains("role wallet may not call") == true, "\(String(describing: refusal))")
         await harness.stop()
     }
 
