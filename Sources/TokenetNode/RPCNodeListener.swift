@@ -284,8 +284,11 @@ public final class RPCNodeListener: NodeListener {
             statusMessageFilter: { Self.statusMessage($0) },
             connectionsPerPeer: options.peerConnections, refusalLog: logRefusal)
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
-        // fail their handshakes faster still: one line a second says it, with the count of those not shown.
-        let refusals = LogThrottle()
+        // fail their handshakes faster still: one line a second says each, with the count of those not shown. Each
+        // kind has its own throttle: shared, the accept retries took the second and the handshake failures of a
+        // flood went unsaid, counted in the accept line's "not shown".
+        let acceptFailures = LogThrottle()
+        let handshakeFailures = LogThrottle()
         // Connections closed for their address's handshakes in progress have lines of their own, so that a
         // scanner's failed handshakes never hide which address was held back.
         let handshakeRefusals = LogThrottle()
@@ -294,7 +297,7 @@ public final class RPCNodeListener: NodeListener {
                 let (host, port) = (options.listen.host, options.listen.port)
                 guard let tls else {
                     let listener = try await PlainListener.bind(host: host, port: port, on: loop) { failure in
-                        logger.warning("accept failed", error: "\(failure)", throttledBy: refusals)
+                        logger.warning("accept failed", error: "\(failure)", throttledBy: acceptFailures)
                     }
                     return .success(.plain(listener))
                 }
@@ -318,10 +321,10 @@ public final class RPCNodeListener: NodeListener {
                         let hint = PeerCertificateHint.serving("\(failure)").map { ": \($0)" } ?? ""
                         logger.info(
                             tooMany ? "handshake refused" : "handshake failed\(hint)", error: "\(failure)", peer: peer,
-                            throttledBy: tooMany ? handshakeRefusals : refusals)
+                            throttledBy: tooMany ? handshakeRefusals : handshakeFailures)
                     },
                     onAcceptFailure: { failure in
-                        logger.warning("accept failed", error: "\(failure)", throttledBy: refusals)
+                        logger.warning("accept failed", error: "\(failure)", throttledBy: acceptFailures)
                     }, handshakesPerAddress: options.addressHandshakes)
                 return .success(.tls(listener))
             } catch let error as TransportError where error.code == .invalidAddress {
@@ -358,7 +361,9 @@ public final class RPCNodeListener: NodeListener {
             outgoing: outgoing,
             resources: resources,
             throttles: {
-                failedCalls.all + closedWithProblems.all + [peerRefusals, refusals, handshakeRefusals]
+                failedCalls.all + closedWithProblems.all + [
+                    peerRefusals, acceptFailures, handshakeFailures, handshakeRefusals,
+                ]
             }
         )
     }

@@ -19,6 +19,7 @@ extension RPCConnection {
     /// grows the bytes that wait), and dropped when the bytes leave for the socket (`releaseUnreadCount`).
     func endIfPeerStoppedReading(_ core: inout Core) -> String? {
         let queued = core.outbound.count
+        if queued >= Self.trimHeapAfterBytes { core.heldLargeBuffers = true }
         if peerStoppedReading(core) {
             apply(core.machine.peerStoppedReading(queuedBytes: queued), to: &core)
             return "the peer reads nothing: \(queued) bytes wait for it"

@@ -119,7 +119,7 @@ extension RPCConnection {
             return
         }
         if framesRead > 0 || core.frameStartedAt == nil { core.frameStartedAt = .now }
-        if decoder.bufferedByteCount >= Self.trimHeapAfterBytes { core.heldLargeInbound = true }
+        if decoder.bufferedByteCount >= Self.trimHeapAfterBytes { core.heldLargeBuffers = true }
     }
 
     /// Reading is over: every open call ends, the writer flushes what is left and closes, `run()` returns.

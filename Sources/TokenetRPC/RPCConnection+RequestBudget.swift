@@ -22,7 +22,7 @@ extension RPCConnection {
         else { return true }
         let within = budget.adjust(by: byteCount)
         core.requestBytesHeld += byteCount
-        if core.requestBytesHeld >= Self.trimHeapAfterBytes { core.heldLargeInbound = true }
+        if core.requestBytesHeld >= Self.trimHeapAfterBytes { core.heldLargeBuffers = true }
         guard !within, core.requestBytesHeld > ByteBudget.largeFrame else { return true }
         let status = WireV1.Status(
             code: .resourceExhausted,

@@ -66,9 +66,11 @@ final class RPCConnection: Sendable {
         var budgeted = 0
         /// The request bytes this connection's calls have counted in its server's `requestBudget`.
         var requestBytesHeld = 0
-        /// The connection held a megabyte or more of peer input at once (requests its calls kept, a frame partly
-        /// received), so the heap is trimmed when it ends, as for large outbound buffers.
-        var heldLargeInbound = false
+        /// The connection held a megabyte or more at once, of peer input (requests its calls kept, a frame partly
+        /// received) or of frames waiting for a peer that kept sending while it read nothing, so the heap is trimmed
+        /// when it ends. What waited for the peer may be gone from `outbound` by then (taken by a write that the
+        /// reset failed), so the mark is set while it is held.
+        var heldLargeBuffers = false
         /// The bytes of `outbound` counted in the server's `unreadBudget` (`RPCConnection+Backpressure.swift`).
         var unreadCounted = 0
         var lastCallActivity = ContinuousClock.now
@@ -199,7 +201,7 @@ final class RPCConnection: Sendable {
             let held = core.outbound.capacity + core.spareOutbound.capacity
             core.outbound = []
             core.spareOutbound = []
-            return (waiters, held >= Self.trimHeapAfterBytes || core.heldLargeInbound)
+            return (waiters, held >= Self.trimHeapAfterBytes || core.heldLargeBuffers)
         }
         for waiter in waiters { waiter.resume() }
         if heldLargeBuffers { Heap.trimSoon() }
@@ -207,7 +209,7 @@ final class RPCConnection: Sendable {
 
     /// Outbound buffers at least this large, let go when a connection ends, are worth giving back to the system
     /// (`Heap.trimSoon`): the connection of a peer that stopped reading, or of one that took a burst of large messages;
-    /// so is as much input held at once (`Core.heldLargeInbound`): a peer that sent large requests without ending
+    /// so is as much held at once (`Core.heldLargeBuffers`): a peer that sent large requests without ending
     /// them, or large frames it never finished, left the node at its peak size after it had gone.
     static let trimHeapAfterBytes = 1 << 20
 

@@ -1,10 +1,10 @@
 import Foundation
 import Synchronization
 import Testing
-import TokenetTransport
 import TokenetWire
 
 @testable import TokenetRPC
+@testable import TokenetTransport
 
 /// Peers that would hold a server's memory: one that floods frames the server must answer (pings here; calls past
 /// the concurrency limit are the same) while it reads nothing, one that trickles a frame and never finishes it, and
@@ -33,6 +33,34 @@ import TokenetWire
         #expect(
             problem?.contains("the peer keeps sending but reads nothing") == true,
             "\(String(describing: problem))")
+        flood.cancel()
+        await raw.close()
+        await harness.stop()
+    }
+
+    /// A connection ended for a peer that read nothing held a megabyte or more of frames for it: the heap is trimmed,
+    /// as after other large buffers. The node kept its peak size after such a peer had gone (64 MB against 46 MB), as
+    /// what waited for the peer had left the connection's buffer for the write the reset failed.
+    @Test func aPingFloodPastAMegabyteTrimsTheHeapWhenItsConnectionEnds() async throws {
+        let harness = try await Harness(
+            name: "rpc-unreading-trim", settings: ConnectionSettings(unreadOutboundLimit: 2 * 1024 * 1024))
+        let raw = try await harness.connect()
+        let encoder = FrameEncoder()
+        var pings: [UInt8] = []
+        for index in 1...10_000 {
+            let ping = WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: UInt64(index))))
+            try encoder.encode(ping, into: &pings)
+        }
+        let trimsAsked = Heap.trimsAsked.load(ordering: .relaxed)
+        let flood = Task { [pings] in
+            try await raw.write(try Self.hello())
+            for _ in 0..<2_000 { try await raw.write(pings) }
+        }
+        let problem = try await harness.firstProblem()
+        #expect(
+            problem?.contains("the peer keeps sending but reads nothing") == true,
+            "\(String(describing: problem))")
+        #expect(Heap.trimsAsked.load(ordering: .relaxed) > trimsAsked)
         flood.cancel()
         await raw.close()
         await harness.stop()

@@ -160,6 +160,7 @@ import Testing
 
         // Plain text instead of a ClientHello, and a plaintext Tokenet peer's first frame: the failure says the
         // peer does not speak TLS, which the bare OpenSSL reason does not.
+        let trimsAsked = Heap.trimsAsked.load(ordering: .relaxed)
         let garbage = try RawTCPClient(port: server.port)
         garbage.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let plaintextPeer = try RawTCPClient(port: server.port)
@@ -169,6 +170,8 @@ import Testing
             #expect(failure?.code == .handshakeFailed)
             #expect(failure?.message.contains("the peer does not speak TLS") == true, "\(String(describing: failure))")
         }
+        // What the failed handshakes held is given back to the system (see `Heap.trimSoon`).
+        #expect(Heap.trimsAsked.load(ordering: .relaxed) > trimsAsked)
         // A client that never speaks runs into the handshake deadline.
         let silent = try RawTCPClient(port: server.port)
         #expect(await server.nextFailure()?.code == .timeout)
