@@ -15,6 +15,10 @@ public enum BindFailure {
             return "the port needs privileges this process does not have (ports below 1024 usually do); give a port "
                 + "of 1024 or above (port 0 picks a free one)"
         }
-        return "stop what holds it, or give another address (port 0 picks a free one)"
+        if reason.hasSuffix("(errno \(EADDRINUSE))") {
+            return "stop what holds it, or give another address (port 0 picks a free one)"
+        }
+        return "give another address: 127.0.0.1, [::1], 0.0.0.0 or [::] (every interface), or one of this machine's "
+            + "own addresses"
     }
 }

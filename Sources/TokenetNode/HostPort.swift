@@ -74,6 +74,39 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
             + "loopback IPv6 address, such as [::1]:\(port), or an IPv4 one"
     }
 
+    /// Why the host cannot be listened on, when it is an address that takes no connections: an IPv4 multicast
+    /// (224.0.0.0/4) or the broadcast address, an IPv6 multicast (ff00::/8), or an IPv6 link-local address
+    /// (fe80::/10), which needs the zone Tokenet does not take. The first two bound and printed READY, and nothing
+    /// could connect; the others failed with "Invalid argument". Nil for any other host.
+    public var listenRefusal: String? {
+        var four = in_addr()
+        var six = in6_addr()
+        if inet_pton(AF_INET, host, &four) == 1 {
+            let first = UInt8(truncatingIfNeeded: four.s_addr)
+            if (224...239).contains(first) { return "\(host) is a multicast address, which takes no connections" }
+            if four.s_addr == UInt32.max { return "\(host) is the broadcast address, which takes no connections" }
+            return nil
+        }
+        guard inet_pton(AF_INET6, host, &six) == 1 else { return nil }
+        let (first, second) = withUnsafeBytes(of: six) { ($0[0], $0[1]) }
+        if first == 0xFF { return "\(host) is a multicast address, which takes no connections" }
+        if first == 0xFE, second & 0xC0 == 0x80 {
+            return "\(host) is a link-local address, which needs an interface (a zone) that Tokenet does not take"
+        }
+        return nil
+    }
+
+    /// Whether the host is the unspecified address (0.0.0.0 or ::): what a node listens on to take connections on
+    /// every interface, but no peer's address. On its own machine it reaches the loopback; from another machine,
+    /// nothing.
+    public var hostIsUnspecified: Bool {
+        var four = in_addr()
+        var six = in6_addr()
+        if inet_pton(AF_INET, host, &four) == 1 { return four.s_addr == 0 }
+        guard inet_pton(AF_INET6, host, &six) == 1 else { return false }
+        return withUnsafeBytes(of: six) { $0.allSatisfy { $0 == 0 } }
+    }
+
     public var description: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }

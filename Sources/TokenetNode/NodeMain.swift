@@ -61,6 +61,17 @@ public enum NodeMain {
             }
             logger.warning("TLS is disabled by \(options.plaintextSource); use only for local debugging")
         }
+        // 0.0.0.0 and [::] are what a node listens on, and what its READY line then shows: copied into another
+        // node's peer address they reach this machine's loopback, so a setup that works on one machine fails, with
+        // nothing said, once the parties run on several.
+        let peerAddresses =
+            options.peers.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, $0.value) }
+            + options.issuerRoutes.sorted { $0.key < $1.key }.map { ("issuer \($0.key)", $0.value) }
+        for (peer, address) in peerAddresses where address.hostIsUnspecified {
+            logger.warning(
+                "the \(peer) address \(address) is the unspecified address, which reaches only this machine; give "
+                    + "the address of the machine the \(peer) runs on (127.0.0.1 on this one)")
+        }
 
         // Watch for stop signals before binding; one sent earlier has been held back since the first line.
         let stopRequested = DispatchSemaphore(value: 0)

@@ -47,6 +47,11 @@ extension NodeOptions {
                         "an IP address (0.0.0.0, or [::] for IPv6 and IPv4, for every interface) or localhost with a "
                             + "port", text)
                 }
+                if let refusal = address.listenRefusal {
+                    throw bad(
+                        "an address of this machine that takes connections (\(refusal)), such as 127.0.0.1, [::1], "
+                            + "0.0.0.0 or [::] for every interface", text)
+                }
             } else {
                 guard address.hostIsIPOrName else {
                     throw bad("an IP address or host name with a port, such as 127.0.0.1:7001 or [::1]:7001", text)
@@ -55,10 +60,11 @@ extension NodeOptions {
             return address
         }
         /// Seconds, to the millisecond, up to a day; zero (when allowed) turns the timer off and reads as nil.
-        func milliseconds(allowingZero: Bool) throws(NodeError) -> Int? {
+        /// `zero` says what 0 means where it is allowed: "off" for a timer, "none" for the time a drain gives.
+        func milliseconds(allowingZero: Bool, zero: String = "off") throws(NodeError) -> Int? {
             let expectation =
                 allowingZero
-                ? "seconds: 0 (off), or from 0.001 to 86400, such as 30 or 0.5"
+                ? "seconds: 0 (\(zero)), or from 0.001 to 86400, such as 30 or 0.5"
                 : "seconds from 0.001 to 86400, such as 20 or 0.5"
             guard let value = Double(text), value.isFinite, (0...86_400).contains(value) else {
                 throw bad(expectation, text)
@@ -137,7 +143,7 @@ extension NodeOptions {
         case .helloTimeout:
             helloTimeoutMilliseconds = try milliseconds(allowingZero: true)
         case .drainTimeout:
-            drainTimeoutMilliseconds = try milliseconds(allowingZero: true) ?? 0
+            drainTimeoutMilliseconds = try milliseconds(allowingZero: true, zero: "no time to finish") ?? 0
         case .peerConnections:
             guard let limit = Int(text), (0...1_000_000).contains(limit) else {
                 throw bad("a number of connections from 0 (no limit) to 1000000", text)

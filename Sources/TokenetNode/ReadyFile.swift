@@ -116,8 +116,22 @@ public enum ReadyFile {
         let temporary = "\(path).tmp.\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
+            // Named as the operator gave it, with what to change: the file beside it that the check makes (and a
+            // write replaces the ready file with) is the node's own detail.
+            let failure = errno
+            let directory =
+                (path as NSString).deletingLastPathComponent.isEmpty
+                ? "." : (path as NSString).deletingLastPathComponent
+            let reason: String
+            switch failure {
+            case ENOENT: reason = "its directory \(directory) does not exist; create it, or give another path"
+            case EACCES, EPERM: reason = "this user may not create files in \(directory); give another path"
+            case EROFS: reason = "\(directory) is on a read-only file system; give another path"
+            default: reason = "a file cannot be created beside it (\(temporary)); give another path"
+            }
             throw NodeError(
-                .config, "--ready-file: cannot write \(temporary)", cause: SystemCallError(call: "open", errno: errno))
+                .config, "--ready-file: cannot write \(path): \(reason)",
+                cause: SystemCallError(call: "open", errno: failure))
         }
         close(descriptor)
         unlink(temporary)

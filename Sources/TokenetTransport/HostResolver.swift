@@ -96,14 +96,16 @@ public enum HostResolver {
 
     /// Whether `text` is a host name as DNS writes them (RFC 1123): labels of letters, digits and hyphens, neither
     /// starting nor ending with a hyphen, of at most 63 characters each and 253 in all, joined by dots, with a final
-    /// dot allowed; the last label holds a letter, so that `999.0.0.1` is a wrong IPv4 address, not a name.
+    /// dot allowed; the last label holds a letter, so that `999.0.0.1` is a wrong IPv4 address, not a name. An
+    /// underscore is taken too, as resolvers take it: container names have them (`project_tsp_1`), and Docker's DNS
+    /// answers for them.
     public static func isHostName(_ text: String) -> Bool {
         let name = text.hasSuffix(".") ? text.dropLast() : Substring(text)
         guard !name.isEmpty, name.utf8.count <= 253 else { return false }
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         for label in labels {
             guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-",
-                label.utf8.allSatisfy({ isASCIILetter($0) || (0x30...0x39).contains($0) || $0 == 0x2D })
+                label.utf8.allSatisfy({ isASCIILetter($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F })
             else { return false }
         }
         return labels.last.map { $0.utf8.contains(where: isASCIILetter) } ?? false

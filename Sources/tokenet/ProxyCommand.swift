@@ -46,6 +46,12 @@ enum ProxyCommand {
                     // What was typed is quoted with a card number in it masked, as every command quotes it.
                     throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with \(host), got '\(maskPAN(text))'")
                 }
+                if !upstream, let refusal = address.listenRefusal {
+                    throw CLIError(
+                        .usage,
+                        "proxy: --listen: \(refusal); listen on 127.0.0.1, [::1], or 0.0.0.0 or [::] for every "
+                            + "interface")
+                }
                 return address
             }
             var scanner = ArgumentScanner(arguments, command: "proxy", valued: Self.valuedFlags)

@@ -41,7 +41,7 @@ import Testing
         ] {
             #expect(try #require(HostPort(parsing: text)).hostIsIPOrName, "\(text)")
         }
-        for text in ["[::g]:7001", "tsp_node:7001", "127.1:7001", "256.0.0.1:1", "-tsp:7001"] {
+        for text in ["[::g]:7001", "tsp!node:7001", "127.1:7001", "256.0.0.1:1", "-tsp:7001"] {
             #expect(try !#require(HostPort(parsing: text)).hostIsIPOrName, "\(text)")
         }
     }

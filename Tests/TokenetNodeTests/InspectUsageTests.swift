@@ -114,7 +114,7 @@ import TokenetTransport
 
     /// An address the transport cannot use is a usage error (status 2), not a failed connection (status 1).
     @Test func anAddressOtherThanAnIPAddressOrAHostNameIsRefused() throws {
-        for address in ["[::g]:7001", "tsp_node:7001", "999.0.0.1:7001"] {
+        for address in ["[::g]:7001", "tsp!node:7001", "999.0.0.1:7001"] {
             try expectUsageError(
                 ["list", address, "--plaintext"],
                 "list: '\(address)' is not an IP address or host name with a port, such as 127.0.0.1:7001, "

@@ -359,7 +359,13 @@ import Testing
         (["--listen", "[::1::2]:7001"], "--listen: expected an IP address (0.0.0.0, or [::] for IPv6 and IPv4,"),
         (["--listen", "::1:7001"], "--listen: expected HOST:PORT such as 127.0.0.1:7001, with an IPv6 address in"),
         (["--issuer", "[::g]:7002"], "--issuer: expected an IP address or host name with a port, such as"),
-        (["--issuer", "issuer_a:7002"], "--issuer: expected an IP address or host name with a port"),
+        (["--issuer", "issuer!a:7002"], "--issuer: expected an IP address or host name with a port"),
+        // Addresses that take no connections: they bound (multicast, broadcast) and printed READY, or failed with
+        // "Invalid argument" and the advice to stop what held the port.
+        (["--listen", "224.0.0.1:7001"], "--listen: expected an address of this machine that takes connections (224"),
+        (["--listen", "255.255.255.255:0"], "(255.255.255.255 is the broadcast address, which takes no connections)"),
+        (["--listen", "[ff02::1]:0"], "(ff02::1 is a multicast address, which takes no connections), such as"),
+        (["--listen", "[fe80::1]:0"], "(fe80::1 is a link-local address, which needs an interface (a zone) that"),
         (["--log-level", "loud"], "--log-level: expected trace|debug|info|warning|error, got 'loud'"),
         (["--log-format", "xml"], "--log-format: expected text|json, got 'xml'"),
         (["--plaintext=yes"], "--plaintext: expected no value, true or false, got 'yes'"),

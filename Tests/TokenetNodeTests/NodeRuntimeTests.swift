@@ -130,6 +130,42 @@ import TokenetWire
                 .hasPrefix("stop what holds it"))
     }
 
+    /// A bind that fails for the address itself ("Invalid argument") names no port to free: the advice was to stop
+    /// what held it, even for port 0.
+    @Test func anAddressTheSystemRefusesIsNotTreatedAsAPortInUse() {
+        let remedy = BindFailure.remedy(
+            host: "fe80::1", reason: "bind [fe80::1]:0 failed: Invalid argument (errno \(EINVAL))")
+        #expect(
+            remedy
+                == "give another address: 127.0.0.1, [::1], 0.0.0.0 or [::] (every interface), or one of this "
+                + "machine's own addresses")
+    }
+
+    /// 0.0.0.0 and [::], which a node listening on every interface shows in its READY line, given as a peer's
+    /// address: the node starts (on one machine they reach the loopback) and warns that they reach nothing else.
+    @Test func anUnspecifiedPeerAddressIsWarnedAbout() async throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            "wallet-node",
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--tsp", "0.0.0.0:9", "--data-dir", scratch.path("data"),
+                "--ready-file", readyFile, "--parent-pid", "\(getpid())",
+            ])
+        _ = try PythonClientInteropTests.waitFor(node.process, "wallet-node's ready file") {
+            FileManager.default.fileExists(atPath: readyFile) ? true : nil
+        }
+        node.process.send(SIGTERM)
+        let result = try await node.waitForExit()
+        #expect(
+            result.stderr.contains(
+                "the tsp address 0.0.0.0:9 is the unspecified address, which reaches only this machine; give the "
+                    + "address of the machine the tsp runs on (127.0.0.1 on this one)"), "\(result.stderr)")
+        #expect(HostPort(host: "::", port: 9).hostIsUnspecified)
+        #expect(!HostPort(host: "127.0.0.1", port: 9).hostIsUnspecified)
+        #expect(!HostPort(host: "tsp", port: 9).hostIsUnspecified)
+    }
+
     /// Starts a plaintext issuer-node runtime on `dataDirectory` of `directory`, with its ready file there; returns
     /// it with the lines it announced.
     private static func startIssuer(

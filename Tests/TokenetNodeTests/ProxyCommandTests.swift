@@ -193,7 +193,11 @@ import TokenetTransport
         for (arguments, message) in [
             ([String](), "proxy: --to HOST:PORT is required"),
             (["--to", "nowhere"], "proxy: --to: expected HOST:PORT with an IP address or a host name, got 'nowhere'"),
-            (["--to", "issuer_a:7002"], "proxy: --to: expected HOST:PORT with an IP address or a host name, got"),
+            (["--to", "issuer!a:7002"], "proxy: --to: expected HOST:PORT with an IP address or a host name, got"),
+            (
+                ["--to", "127.0.0.1:7002", "--listen", "239.1.1.1:0"],
+                "proxy: --listen: 239.1.1.1 is a multicast address, which takes no connections; listen on"
+            ),
             (
                 ["--to", "127.0.0.1:7002", "--listen", "proxy.local:0"],
                 "proxy: --listen: expected HOST:PORT with an IP address ([::1] for IPv6), got"

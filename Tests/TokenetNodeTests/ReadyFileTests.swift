@@ -29,7 +29,11 @@ import TokenetTransport
     @Test func aLocationThatCannotTakeTheFileIsABadOption() throws {
         let directory = try TemporaryDirectory()
         for (path, message) in [
-            ("/nonexistent/dir/ready.json", "--ready-file: cannot write /nonexistent/dir/ready.json.tmp."),
+            (
+                "/nonexistent/dir/ready.json",
+                "--ready-file: cannot write /nonexistent/dir/ready.json: its directory /nonexistent/dir does not exist; "
+                    + "create it, or give another path"
+            ),
             (directory.url.path, "--ready-file: \(directory.url.path) is a directory"),
         ] {
             let failure = try #require(throws: NodeError.self) { try ReadyFile.checkWritable(path) }
@@ -112,7 +116,10 @@ import TokenetTransport
             ])
         #expect(result.status == 2, "\(result.stderr)")
         #expect(!result.stdout.contains("READY"))
-        #expect(result.stderr.contains("--ready-file: cannot write /nonexistent/dir/ready.json.tmp."))
+        #expect(
+            result.stderr.contains(
+                "--ready-file: cannot write /nonexistent/dir/ready.json: its directory /nonexistent/dir does not exist")
+        )
         #expect(result.stderr.contains("No such file or directory"))
     }
 
