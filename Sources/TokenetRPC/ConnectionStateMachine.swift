@@ -121,6 +121,10 @@ struct ConnectionStateMachine {
     var nextStreamID: UInt32 = 1
     /// Server: the highest call id seen so far.
     private(set) var lastPeerStreamID: UInt32 = 0
+    /// Server: the calls the peer opened, and of them the ones it cancelled while they ran, in the current block of
+    /// `cancelBlock` calls (see `receiveCancel`).
+    private var blockCalls = 0
+    private var blockCancels = 0
     private var helloSent = false
     /// Server: the draining began with the client's goaway, not this side's. The client closes the connection once
     /// its calls have ended; until then every call_start it still sends is answered UNAVAILABLE, so none is left
@@ -335,6 +339,8 @@ struct ConnectionStateMachine {
         }
         streams[id] = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
+        if blockCalls == Self.cancelBlock { (blockCalls, blockCancels) = (0, 0) }
+        blockCalls += 1
         return Actions(.startHandler(streamID: id, start))
     }
 
@@ -363,8 +369,26 @@ struct ConnectionStateMachine {
         return Actions(.finishCall(streamID: id, status)) + closeIfDrained()
     }
 
+    /// Calls are counted in blocks of this many; a peer that cancels more than `cancelLimit` of a block's calls
+    /// while they run is cut off.
+    static let cancelBlock = 1024
+    static let cancelLimit = 896
+
+    /// A peer that opens calls and cancels them at once in a loop ("rapid reset") starts a handler for each, which
+    /// the handler allowance bounds in number but not in rate: one such connection kept a node's loop busy and made
+    /// other clients' calls wait 100 times longer while it lasted. Cancelling nearly every call of a block of 1,024
+    /// (more than 7 in 8) is no client's way of working, and ends the connection; a client that reconnects pays a
+    /// handshake for each block.
     private mutating func receiveCancel(_ id: UInt32) -> Actions {
         guard role == .server, removeStream(id) else { return [] }
+        blockCancels += 1
+        if blockCancels > Self.cancelLimit {
+            return Actions(cancelHandler(id))
+                + connectionError(
+                    .protocolError,
+                    "the peer cancelled \(blockCancels) of its last \(blockCalls) calls while they ran: a client that "
+                        + "cancels nearly every call it makes costs this side a handler each; cancel fewer calls")
+        }
         return Actions(cancelHandler(id)) + closeIfDrained()
     }
 

@@ -113,6 +113,53 @@ import TokenetWire
     }
 
     /// A goaway reason of megabytes is cut short before it becomes the text of failed calls and of log lines.
+    /// Opens call `id` and cancels it while it runs; its handler returns at once.
+    private static func openAndCancel(_ id: UInt32, _ machine: inout Tests.Machine) -> Tests.Machine.Actions {
+        _ = machine.receive(Tests.frame(id, .callStart(Tests.start)))
+        let actions = machine.receive(Tests.frame(id, .cancel(WireV1.Cancel())))
+        machine.handlerReturned(id)
+        return actions
+    }
+
+    /// A peer that opens calls and cancels each one while it runs ("rapid reset") is cut off once it has cancelled
+    /// more than 896 calls of a block of 1,024.
+    @Test func aPeerThatCancelsNearlyEveryCallIsCutOff() {
+        var machine = Tests.server()
+        var id: UInt32 = 1
+        for _ in 0..<896 {
+            #expect(Self.openAndCancel(id, &machine) == [.cancelHandler(streamID: id)])
+            id += 2
+        }
+        let actions = Self.openAndCancel(id, &machine)
+        let reason =
+            "the peer cancelled 897 of its last 897 calls while they ran: a client that cancels nearly every call it "
+            + "makes costs this side a handler each; cancel fewer calls"
+        #expect(
+            actions == [
+                .cancelHandler(streamID: id),
+                .write(
+                    Tests.frame(0, .goaway(WireV1.GoAway(lastStreamID: id, code: .protocolError, reason: reason)))),
+                .closeConnection(error: reason),
+            ])
+    }
+
+    /// Cancelling at most 7 calls in 8, block after block, is a client's way of working: the connection carries on.
+    @Test func aPeerThatCancelsSevenCallsInEightCarriesOn() {
+        var machine = Tests.server()
+        var id: UInt32 = 1
+        for index in 0..<(4 * 1024) {
+            if index % 8 == 7 {
+                _ = machine.receive(Tests.frame(id, .callStart(Tests.start)))
+                _ = machine.sendStatus(id, WireV1.Status())
+                machine.handlerReturned(id)
+            } else {
+                #expect(Self.openAndCancel(id, &machine) == [.cancelHandler(streamID: id)])
+            }
+            id += 2
+        }
+        #expect(machine.state == .active)
+    }
+
     @Test func aLongGoawayReasonIsCutShort() throws {
         var machine = Tests.client()
         let (id, _) = try machine.openCall(Tests.start)
