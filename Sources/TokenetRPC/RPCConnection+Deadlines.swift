@@ -69,7 +69,12 @@ extension RPCConnection {
                             + "(\(DurationText.describe(.microseconds(entry.microseconds))))",
                         core: &core)
                 case .server:
-                    if let task = core.serverCalls[entry.id]?.task { handlers.append(task) }
+                    // Requests end with the error first, as for a cancel (`.cancelHandler`): the queue's own
+                    // cancellation handler would end them cleanly, and a streaming handler would act on the requests
+                    // it had as if the caller had sent them all.
+                    guard let call = core.serverCalls[entry.id] else { break }
+                    call.requests.finish(throwing: CancellationError())
+                    if let task = call.task { handlers.append(task) }
                 }
             }
             while let first = core.deadlines.earliest?.value.id, !isOpen(first, &core) {
