@@ -46,6 +46,11 @@ enum PeerCertificateHint {
         if failure.contains("peer certificate rejected"), untrusted.contains(where: failure.contains) {
             return "the peer's certificate is not signed by the CA of this node's --ca: it belongs to another PKI"
         }
+        // Mutual TLS: a client that presents no certificate (a TLS client without one, a tool given only the CA).
+        if failure.contains("peer did not return a certificate") {
+            return "the peer presented no certificate: every client needs one of this deployment's CA (a node's "
+                + "--cert and --key, the tokenet CLI's --cert and --key or TOKENET_CERT and TOKENET_KEY)"
+        }
         return nil
     }
 }

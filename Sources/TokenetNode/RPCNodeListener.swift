@@ -32,6 +32,9 @@ public final class RPCNodeListener: NodeListener {
     /// How long the statuses that end the calls left at the end of the drain have to leave before the event loop
     /// stops: a second is plenty for a peer that reads, and a peer that does not read is cut off either way.
     static let closeGrace: Duration = .seconds(1)
+    /// How long a stop waits for the handlers of calls that ended (cancelled by the drain, or by their caller) to
+    /// return before it closes the database under them.
+    static let handlerGrace: Duration = .seconds(5)
 
     private init(
         boundAddress: HostPort,
@@ -382,6 +385,13 @@ public final class RPCNodeListener: NodeListener {
                 let open = server.endDrain(reason: reason)
                 logger.info("drain period over: ending the calls left", ["connections": String(open)])
                 _ = await Self.waitForConnections(of: server, toCloseWithin: Self.closeGrace)
+            }
+            // A connection ends without waiting for the handlers it cancelled (a database transaction runs on once
+            // cancelled): the database is closed below only once they have returned.
+            if await !server.waitForHandlers(within: Self.handlerGrace) {
+                logger.warning(
+                    "call handlers still running \(Self.handlerGrace) after their calls ended; stopping under them",
+                    ["handlers": String(server.handlerCount)])
             }
             // The calls served are over, so nothing needs the channels to peers any more.
             if await !outgoing.close(within: Self.closeGrace) {

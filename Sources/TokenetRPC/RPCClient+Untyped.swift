@@ -31,12 +31,13 @@ extension RPCClient {
                 await connection.waitForSendCapacity(call.id)
             }
             connection.endRequests(call.id)
-            var iterator = call.responses.makeAsyncIterator()
-            guard let data = try await iterator.next() else {
+            // Ended by this function's cancellation handler, which cancels the call: the queue's own handler would
+            // end it cleanly first when the connection was busy, and a cancelled caller read INTERNAL "no response".
+            guard let data = try await call.responses.nextEndedOnCancel() else {
                 throw RPCError(.internal, "the server ended the call without a response")
             }
             connection.consumed(call.id, byteCount: data.count, moreExpected: false)
-            guard try await iterator.next() == nil else {
+            guard try await call.responses.nextEndedOnCancel() == nil else {
                 throw RPCError(.internal, "the server sent more than one response to a single-response call")
             }
             return data
@@ -100,8 +101,10 @@ public struct RawResponseStream: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> Data? {
             let (id, connection, responses) = (call.id, connection, call.responses)
+            // The handler cancels the call, which ends the responses with CANCELLED: a consumer that was cancelled
+            // does not see the stream end as if the server had finished it.
             let data = try await withTaskCancellationHandler {
-                try await responses.next()
+                try await responses.nextEndedOnCancel()
             } onCancel: {
                 connection.cancelCallWhenCancelled(id, reason: "cancelled by the caller")
             }

@@ -95,6 +95,10 @@ public final class RPCServer: Sendable {
     let statusMessageFilter: (@Sendable (String) -> String)?
     let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
     private let shuttingDown = Atomic<Bool>(false)
+    /// Handlers running now. A connection ends without waiting for the handlers it cancelled (cancelling is
+    /// cooperative: a database transaction runs on), so an owner that closes what handlers use (a node closing its
+    /// database once the drain is over) waits for this to reach zero first (`waitForHandlers(within:)`).
+    private let runningHandlers = Atomic<Int>(0)
     /// The unfinished frames held for all connections together (see `ByteBudget`).
     let inboundBudget = ByteBudget(limit: ByteBudget.defaultLimit)
     /// The requests held for calls that have not ended their requests, for all connections together (see
@@ -144,7 +148,11 @@ public final class RPCServer: Sendable {
         // Typed, so the closure runs on its caller's executor: an untyped literal converted to the optional
         // handler would hop to the generic executor and back on every call. No capture list either: with one
         // (`[self]`) the literal is not `nonisolated(nonsending)` but runs on the generic executor (Swift 6.3).
-        let handler: RPCConnection.CallHandler = { call in await self.handle(call) }
+        let handler: RPCConnection.CallHandler = { call in
+            self.runningHandlers.add(1, ordering: .relaxed)
+            defer { self.runningHandlers.subtract(1, ordering: .releasing) }
+            await self.handle(call)
+        }
         let peer = stream.peerIdentity
         var refusals: (@Sendable (WireV1.CallStart?, WireV1.Status) -> Void)?
         if let callLog {
@@ -214,6 +222,19 @@ public final class RPCServer: Sendable {
 
     /// Number of open connections.
     public var connectionCount: Int { connections.withLock { $0.count } }
+
+    /// How many call handlers run now, on every connection (see `runningHandlers`).
+    public var handlerCount: Int { runningHandlers.load(ordering: .acquiring) }
+
+    /// Waits until no call handler runs, at most `limit`; false when some still ran then.
+    public func waitForHandlers(within limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while handlerCount > 0 {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
 
     // MARK: - One call
 

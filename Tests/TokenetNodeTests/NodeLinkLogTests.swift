@@ -139,6 +139,10 @@ extension PeerOfAnotherPKITests {
         #expect(
             PeerCertificateHint.serving("TLS handshake failed [tlsv1 alert unknown ca]")?.contains("does not trust")
                 == true)
+        #expect(
+            PeerCertificateHint.serving(
+                "TLS handshake failed [error:0A0000C7:SSL routines::peer did not return a certificate]")?
+                .hasPrefix("the peer presented no certificate: every client needs one of this deployment's CA") == true)
         #expect(PeerCertificateHint.serving("connection reset by peer") == nil)
         #expect(PeerCertificateHint.calling("connect failed: Connection refused (errno 111)", ca: nil) == nil)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetWire
 
@@ -61,6 +62,58 @@ import TokenetWire
         }
         #expect(error.code == .internal)
         #expect(error.message.contains(count == 0 ? "without a request message" : "exactly one request message"))
+    }
+
+    /// A router whose unary and server-streaming handlers answer nothing until cancelled, and a count of those
+    /// that started.
+    final class Started: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    static func silentRouter(_ started: Started) -> RPCRouter {
+        var router = RPCRouter()
+        router.unary(TestingV1.Echo.unary) { request, _ in
+            started.count.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .seconds(3600))
+            return request
+        }
+        router.serverStreaming(TestingV1.Echo.serverStream) { _, _, _ in
+            started.count.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .seconds(3600))
+        }
+        return router
+    }
+
+    /// A caller cancelled while it waits for the answer is told CANCELLED: the response queue's own cancellation
+    /// handler ended it cleanly first, and the caller read INTERNAL "the server ended the call without a response".
+    @Test(.timeLimit(.minutes(3))) func aCancelledCallerIsToldCancelled() async throws {
+        let started = Started()
+        let client = InMemoryCallTests.connect(Self.silentRouter(started)).1
+        let call = Task {
+            try await client.unary(path: "/tokenet.testing.v1.Echo/Unary", request: try Scalars().serializedData())
+        }
+        while started.count.load(ordering: .relaxed) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        call.cancel()
+        let error = await #expect(throws: RPCError.self) { try await call.value }
+        #expect(error?.code == .cancelled, "\(String(describing: error))")
+    }
+
+    /// A consumer of a response stream cancelled while it waits is told CANCELLED, not an end of the stream as if
+    /// the server had finished it.
+    @Test(.timeLimit(.minutes(3))) func aCancelledStreamConsumerIsToldCancelled() async throws {
+        let started = Started()
+        let client = InMemoryCallTests.connect(Self.silentRouter(started)).1
+        let responses = try client.serverStreaming(
+            path: "/tokenet.testing.v1.Echo/ServerStream", request: try Scalars().serializedData())
+        let consumer = Task {
+            var count = 0
+            for try await _ in responses { count += 1 }
+            return count
+        }
+        while started.count.load(ordering: .relaxed) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        consumer.cancel()
+        let error = await #expect(throws: RPCError.self) { try await consumer.value }
+        #expect(error?.code == .cancelled, "\(String(describing: error))")
     }
 
     @Test func unknownPathIsUnimplemented() async throws {
