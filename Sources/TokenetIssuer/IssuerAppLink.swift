@@ -41,13 +41,17 @@ public struct IssuerAppLink: Sendable {
         var pulled = false
         do {
             let stream = try await wallet.listen(WalletV1.ListenRequest())
-            let pull = try await wallet.allCurrentTokens()
-            view.update {
-                $0.apply(pull: pull)
-                $0.listening = true
+            // A flow of its own, whose line here and the wallet's lines for its calls share its trace id; the events
+            // after it carry their own flows' ids.
+            try await FlowTrace.runAsNewFlow {
+                let pull = try await wallet.allCurrentTokens()
+                view.update {
+                    $0.apply(pull: pull)
+                    $0.listening = true
+                }
+                pulled = true
+                logger.info("app view pulled from the wallet", ["tokens": "\(pull.tokens.count)"])
             }
-            pulled = true
-            logger.info("app view pulled from the wallet", ["tokens": "\(pull.tokens.count)"])
             for try await event in stream {
                 view.update { $0.apply(event: event) }
             }

@@ -47,14 +47,17 @@ struct IssuerTokenSync: Sendable {
             // The registration again, each time the stream opens: a TSP that restarted lost which node held the
             // stream, and a second node started with this one's certificate could register its key and BIN ranges
             // before this one was back. Holding the stream now, this node's registration is the one that stands.
+            // Each a flow of its own, whose lines here and at the TSP share its trace id.
             opened: {
-                do {
-                    try await cardCare.tsp.register()
-                } catch {
-                    logger.warning("the issuer's registration could not be renewed", ["error": "\(error)"])
+                await FlowTrace.runAsNewFlow {
+                    do {
+                        try await cardCare.tsp.register()
+                    } catch {
+                        logger.warning("the issuer's registration could not be renewed", ["error": "\(error)"])
+                    }
                 }
             },
-            check: { try await check() },
+            check: { _ = try await FlowTrace.runAsNewFlow { try await check() } },
             failed: { error, failuresBefore in
                 let rpc = error as? RPCError
                 let message = rpc?.message ?? "\(error)"

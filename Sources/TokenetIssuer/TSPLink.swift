@@ -246,29 +246,35 @@ final class TSPLink: Sendable {
         while let action = next {
             switch action {
             case .register(let attempt):
-                do {
-                    let key = try await register()
-                    logger.info("registered with the TSP", ["attempt": "\(attempt)", "tsp_kid": key.kid])
-                    next = machine.attemptSucceeded()
-                } catch {
-                    // Cancelled: the node is stopping, and the failure is its own doing.
-                    if Task.isCancelled { return }
-                    next = machine.attemptFailed()
-                    // The first failure and every tenth are logged; the rest would only repeat them. A TSP that
-                    // is down is expected while it starts (a warning); one that refuses this issuer (another node
-                    // holds its id, its BIN ranges overlap another issuer's, the fixture is wrong) needs a person,
-                    // so it is an error, though the node retries in case the TSP's side is what changes.
-                    let refused = (error as? RPCError).map { Self.refusals.contains($0.code) } ?? false
-                    let shown = attempt == 1 || attempt % 10 == 0
-                    logger.log(
-                        shown ? (refused ? .error : .warning) : .debug,
-                        refused
-                            ? "the TSP refused this issuer's registration; fix the cause (retrying)"
-                            : "registration with the TSP failed; retrying",
-                        [
-                            "attempt": "\(attempt)", "error": "\(error)",
-                        ])
+                // Each attempt is a flow of its own: this node's line and the TSP's line for the call share its id.
+                let stopping = await FlowTrace.runAsNewFlow { () async -> Bool in
+                    do {
+                        let key = try await register()
+                        logger.info("registered with the TSP", ["attempt": "\(attempt)", "tsp_kid": key.kid])
+                        next = machine.attemptSucceeded()
+                        return false
+                    } catch {
+                        // Cancelled: the node is stopping, and the failure is its own doing.
+                        if Task.isCancelled { return true }
+                        next = machine.attemptFailed()
+                        // The first failure and every tenth are logged; the rest would only repeat them. A TSP that
+                        // is down is expected while it starts (a warning); one that refuses this issuer (another node
+                        // holds its id, its BIN ranges overlap another issuer's, the fixture is wrong) needs a person,
+                        // so it is an error, though the node retries in case the TSP's side is what changes.
+                        let refused = (error as? RPCError).map { Self.refusals.contains($0.code) } ?? false
+                        let shown = attempt == 1 || attempt % 10 == 0
+                        logger.log(
+                            shown ? (refused ? .error : .warning) : .debug,
+                            refused
+                                ? "the TSP refused this issuer's registration; fix the cause (retrying)"
+                                : "registration with the TSP failed; retrying",
+                            [
+                                "attempt": "\(attempt)", "error": "\(error)",
+                            ])
+                        return false
+                    }
                 }
+                if stopping { return }
             case .wait(let delay, _):
                 do {
                     try await sleep(delay)

@@ -129,6 +129,8 @@ enum Cards {
 final class FakeTSP: TspV1.Issuers.ServiceProtocol {
     struct State {
         var registrations: [TspV1.RegisterIssuerRequest] = []
+        /// The trace id of each RegisterIssuer call recorded.
+        var registrationTraces: [String] = []
         var receiptCards: [CardData] = []
         var receiptAccounts: [String] = []
         var receiptWalletNodes: [String] = []
@@ -153,6 +155,7 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
         try state.withLock { state in
             if let refusal = state.registrationRefusal { throw refusal }
             state.registrations.append(request)
+            state.registrationTraces.append(context.traceID)
         }
         return TspV1.RegisterIssuerResponse(tspPublicKeyIdentifier: key.kid, tspPublicKeyPem: try key.publicKey.pem())
     }

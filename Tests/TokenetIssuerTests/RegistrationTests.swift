@@ -187,6 +187,12 @@ final class Switch: Sendable {
         let lines = sink.lines
         #expect(lines.filter { $0.contains("registration with the TSP failed") }.count == 2)
         #expect(lines.contains { $0.contains("registered with the TSP") && $0.contains("attempt=3") })
+        // The attempt is a flow of its own: the TSP's side and this node's line share its trace id.
+        let trace = try #require(tsp.state.withLock { $0.registrationTraces.first })
+        #expect(
+            lines.contains { $0.contains("registered with the TSP") && $0.contains("trace_id=\(trace)") }, "\(lines)")
+        let failures = lines.filter { $0.contains("registration with the TSP failed") }
+        #expect(Set(failures.compactMap { $0.firstMatch(of: /trace_id=([0-9a-f]+)/)?.1 }).count == 2, "\(failures)")
     }
 
     /// A TSP that answers, and refuses this issuer, needs a person: the failure is an error, not the warning of a
