@@ -55,17 +55,24 @@ public struct NodeContext: Sendable {
         let peer = "the \(role.nodeName) at \(address) (--\(role.rawValue))"
         // When the link goes and comes back, once each: between them only each failed call said anything.
         let onLinkChange: @Sendable (RPCChannel.LinkChange) -> Void = { [logger, outgoing, options] change in
-            guard outgoing.isNews(change, peer: peer) else { return }
-            switch change {
-            case .unreachable(let reason, _):
+            let retrying =
+                "calls to it retry with backoff, each for up to "
+                + "\(DurationText.describe(RPCChannel.defaultReadinessWait)) within its deadline"
+            switch (outgoing.news(change, peer: peer), change) {
+            case (.unreachable, .unreachable(let reason, _)):
                 let hint = PeerCertificateHint.calling(reason, ca: options.caPath).map { ": \($0)" } ?? ""
                 logger.warning(
-                    "cannot reach \(peer)\(hint); calls to it retry with backoff, each for up to "
-                        + "\(DurationText.describe(RPCChannel.defaultReadinessWait)) within its deadline",
-                    ["peer": address.description, "error": reason])
-            case .reachable(let failed):
+                    "cannot reach \(peer)\(hint); \(retrying)", ["peer": address.description, "error": reason])
+            case (.notYetReachable, .unreachable(let reason, _)):
                 logger.info(
-                    "reached \(peer) again", ["peer": address.description, "failed_attempts": String(failed)])
+                    "\(peer) is not reachable yet (it may still be starting); \(retrying)",
+                    ["peer": address.description, "error": reason])
+            case (.reachable(let afterStart), .reachable(let failed)):
+                logger.info(
+                    afterStart ? "reached \(peer)" : "reached \(peer) again",
+                    ["peer": address.description, "failed_attempts": String(failed)])
+            default:
+                break
             }
         }
         if options.plaintext {

@@ -18,17 +18,44 @@ public final class NodeOutgoing: Sendable {
         var stopping = false
         /// The peers (by the channel's description) a channel last found unreachable, with the kind of reason
         /// logged (`RPCChannel.LinkChange`; nil while only attempts cut short by their calls were seen).
-        var unreachable: [String: String?] = [:]
+        var unreachable: [String: Unreachable] = [:]
+    }
+
+    /// A peer found unreachable: the kind of reason logged, and whether it was said only as a peer not up yet.
+    private struct Unreachable {
+        var kind: String?
+        var early: Bool
+    }
+
+    /// What a link change calls for in the log (`news(_:peer:)`).
+    public enum LinkNews: Sendable, Equatable {
+        /// Nothing: the same as what was said.
+        case none
+        /// The peer cannot be reached: a warning.
+        case unreachable
+        /// The peer cannot be reached yet, while the node starts: parties started together wait for each other,
+        /// and a warning for a peer still creating its database read as a fault.
+        case notYetReachable
+        /// The peer was reached after it could not be (`afterStart`: it was only not up yet when the node started).
+        case reachable(afterStart: Bool)
     }
 
     private let state: Mutex<State>
+    /// When the node started, and how long after it an unreachable peer is taken as one still starting.
+    private let startedAt = ContinuousClock.now
+    private let startupGrace: Duration
 
     /// With `holdingUntilStarted`, background work asked for is held until `startHeld()`: a node builds its
     /// services (which ask for their subscriptions and registrations) before it binds its port, and one whose bind
     /// then failed had already taken notifications from the TSP's queue and acknowledged them, lost to the node on
     /// that data directory that was still running, and registered its key with the TSP in another's place.
-    public init(holdingUntilStarted: Bool = false) {
+    ///
+    /// Within `startupGrace` of its creation, a peer that cannot be connected to is said as one not up yet (an
+    /// info line); the warning comes if it still cannot be once the grace is over. A refusal (a certificate, a
+    /// role) is a warning at once.
+    public init(holdingUntilStarted: Bool = false, startupGrace: Duration = .zero) {
         state = Mutex(State(held: holdingUntilStarted ? [] : nil))
+        self.startupGrace = startupGrace
     }
 
     /// Starts the work held until now, and from now on runs new work at once; nothing when the node is stopping.
@@ -48,22 +75,39 @@ public final class NodeOutgoing: Sendable {
     /// (its calls, and its notification subscription, to the TSP), and each said the same "cannot reach" and
     /// "reached again", so every line came twice. Another kind of reason while the peer stays unreachable is news
     /// too (a TSP that was down comes back with a certificate this node refuses).
-    public func isNews(_ change: RPCChannel.LinkChange, peer: String) -> Bool {
-        state.withLock { state in
+    public func news(
+        _ change: RPCChannel.LinkChange, peer: String, now: ContinuousClock.Instant = .now
+    ) -> LinkNews {
+        let starting = now - startedAt < startupGrace
+        return state.withLock { state in
             switch change {
             case .unreachable(_, let kind):
+                // Cannot connect (or cut short by its call), as a peer that is not up yet: not a refusal.
+                let notUp = kind == nil || kind == RPCChannel.unreachableKind
                 guard let logged = state.unreachable[peer] else {
-                    state.unreachable[peer] = .some(kind)
-                    return true
+                    let early = starting && notUp
+                    state.unreachable[peer] = Unreachable(kind: kind, early: early)
+                    return early ? .notYetReachable : .unreachable
+                }
+                if logged.early, !starting || !notUp {
+                    // Still unreachable once the start is over, or refused: now it is a warning.
+                    state.unreachable[peer] = Unreachable(kind: kind ?? logged.kind, early: false)
+                    return .unreachable
                 }
                 // A reason of its own after attempts cut short by their calls (no kind) is news too.
-                guard let kind else { return false }
-                state.unreachable[peer] = .some(kind)
-                return logged != kind
+                guard let kind else { return .none }
+                state.unreachable[peer] = Unreachable(kind: kind, early: logged.early)
+                return logged.kind != kind && !logged.early ? .unreachable : .none
             case .reachable:
-                return state.unreachable.removeValue(forKey: peer) != nil
+                guard let logged = state.unreachable.removeValue(forKey: peer) else { return .none }
+                return .reachable(afterStart: logged.early)
             }
         }
+    }
+
+    /// Whether `news(_:peer:)` has something to say.
+    public func isNews(_ change: RPCChannel.LinkChange, peer: String) -> Bool {
+        news(change, peer: peer) != .none
     }
 
     /// Closes `channel` when the node stops.

@@ -35,6 +35,9 @@ public final class RPCNodeListener: NodeListener {
     /// How long a stop waits for the handlers of calls that ended (cancelled by the drain, or by their caller) to
     /// return before it closes the database under them.
     static let handlerGrace: Duration = .seconds(5)
+    /// How long after its start a node takes a peer it cannot connect to as one still starting (an info line, and
+    /// a warning only if it still cannot once this is over): parties started together wait for each other.
+    static let startupGrace: Duration = .seconds(10)
 
     private init(
         boundAddress: HostPort,
@@ -166,7 +169,7 @@ public final class RPCNodeListener: NodeListener {
         }
         var router: RPCRouter
         // The services' background work (notification subscription, registration) starts once the port is bound.
-        let outgoing = NodeOutgoing(holdingUntilStarted: true)
+        let outgoing = NodeOutgoing(holdingUntilStarted: true, startupGrace: Self.startupGrace)
         let resources = NodeResources()
         do {
             let context = NodeContext(

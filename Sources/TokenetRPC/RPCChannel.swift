@@ -502,9 +502,12 @@ public final class RPCChannel: RPCCaller {
     /// refusal retrying cannot mend (`isLasting`) by its code, any other failure as one kind, since a peer that is
     /// down fails in several ways in turn (a reset, a handshake cut short) and each was logged as news; nil for an
     /// attempt its call's deadline or cancel cut short, which says nothing new about the peer.
+    /// The kind of a failure that says only that no connection could be made (`failureKind`).
+    public static let unreachableKind = "unreachable"
+
     static func failureKind(_ error: any Error) -> String? {
         guard let error = error as? TransportError else { return nil }
-        return error.isLasting ? "refused/\(error.code.rawValue)" : "unreachable"
+        return error.isLasting ? "refused/\(error.code.rawValue)" : unreachableKind
     }
 
     /// Whether a failed connection attempt failed for a reason that trying again within one call cannot mend: the

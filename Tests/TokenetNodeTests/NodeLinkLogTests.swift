@@ -53,6 +53,32 @@ import TokenetWire
         #expect(!outgoing.isNews(.unreachable(reason: "certificate refused", kind: "certificateRefused"), peer: "tsp"))
         #expect(!outgoing.isNews(.unreachable(reason: "the deadline passed"), peer: "tsp"))
     }
+
+    /// Parties started together wait for each other: while the node starts, a peer it cannot connect to is one not
+    /// up yet (an info line), and a warning follows only if it still cannot be reached once the start is over. A
+    /// refusal is a warning at once.
+    @Test func aPeerNotUpWhileTheNodeStartsIsNoWarningUntilTheStartIsOver() {
+        let outgoing = NodeOutgoing(startupGrace: .seconds(10))
+        let start = ContinuousClock.now
+        let refused = RPCChannel.LinkChange.unreachable(reason: "refused", kind: RPCChannel.unreachableKind)
+        #expect(outgoing.news(refused, peer: "tsp", now: start) == .notYetReachable)
+        #expect(outgoing.news(refused, peer: "tsp", now: start + .seconds(2)) == .none)
+        #expect(
+            outgoing.news(.reachable(afterFailedAttempts: 2), peer: "tsp", now: start + .seconds(3))
+                == .reachable(afterStart: true))
+        // Still unreachable after the start: the warning comes with the first failure past it, once.
+        #expect(outgoing.news(refused, peer: "issuer", now: start + .seconds(1)) == .notYetReachable)
+        #expect(outgoing.news(refused, peer: "issuer", now: start + .seconds(11)) == .unreachable)
+        #expect(outgoing.news(refused, peer: "issuer", now: start + .seconds(12)) == .none)
+        #expect(
+            outgoing.news(.reachable(afterFailedAttempts: 9), peer: "issuer", now: start + .seconds(13))
+                == .reachable(afterStart: false))
+        // A refusal (another PKI) is a warning even while the node starts.
+        let certificate = RPCChannel.LinkChange.unreachable(reason: "unknown ca", kind: "refused/certificateRefused")
+        #expect(outgoing.news(certificate, peer: "wallet", now: start) == .unreachable)
+        // Nor does the grace apply to a peer lost later.
+        #expect(outgoing.news(refused, peer: "tsp", now: start + .seconds(20)) == .unreachable)
+    }
 }
 
 /// A peer of another PKI: both sides say which CA is at fault, where they quoted OpenSSL alone ("self-signed
