@@ -45,7 +45,10 @@ public enum IssuerNode {
                     + "the TSP's notifications")
         } else {
             registering = true
-            context.runInBackground { await party.tsp.registerUntilDone(logger: logger) }
+            let outgoing = context.outgoing
+            context.runInBackground {
+                await party.tsp.registerUntilDone(logger: logger, isStarting: { outgoing.isStarting })
+            }
         }
         let appView = IssuerAppView()
         let appNotifications: IssuerAppNotificationHandler

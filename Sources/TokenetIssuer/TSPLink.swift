@@ -239,10 +239,14 @@ final class TSPLink: Sendable {
     /// Registers until an attempt succeeds (or the task is cancelled), logging the outcome.
     func registerUntilDone(
         logger: Logger, machine: RegistrationStateMachine = RegistrationStateMachine(),
-        sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        isStarting: @Sendable () -> Bool = { false }
     ) async {
         var machine = machine
         var next = machine.start()
+        // Whether a failure was said at warning (or error) level: those while the node starts are info, as a TSP
+        // started with this node may still be starting, so the first one after the start is a warning.
+        var warned = false
         while let action = next {
             switch action {
             case .register(let attempt):
@@ -262,12 +266,16 @@ final class TSPLink: Sendable {
                         // holds its id, its BIN ranges overlap another issuer's, the fixture is wrong) needs a person,
                         // so it is an error, though the node retries in case the TSP's side is what changes.
                         let refused = (error as? RPCError).map { Self.refusals.contains($0.code) } ?? false
-                        let shown = attempt == 1 || attempt % 10 == 0
+                        let starting = !refused && isStarting()
+                        let shown = attempt == 1 || attempt % 10 == 0 || !warned && !starting
+                        if shown, !starting { warned = true }
                         logger.log(
-                            shown ? (refused ? .error : .warning) : .debug,
+                            !shown ? .debug : refused ? .error : starting ? .info : .warning,
                             refused
                                 ? "the TSP refused this issuer's registration; fix the cause (retrying)"
-                                : "registration with the TSP failed; retrying",
+                                : starting
+                                    ? "registration with the TSP failed (it may still be starting); retrying"
+                                    : "registration with the TSP failed; retrying",
                             [
                                 "attempt": "\(attempt)", "error": "\(error)",
                             ])

@@ -40,6 +40,7 @@ extension NodeContext {
         }
         var subscriberOptions = NotificationSubscriber.Options(instanceID: try instanceID())
         subscriberOptions.beforeSubscribing = beforeSubscribing
+        subscriberOptions.isStarting = { [outgoing] in outgoing.isStarting }
         let processed = try Self.operatorsToFix { () throws(NodeError) in
             try ProcessedNotificationLog.open(directory: dataDirectory)
         }

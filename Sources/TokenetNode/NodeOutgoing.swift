@@ -53,6 +53,9 @@ public final class NodeOutgoing: Sendable {
     /// Within `startupGrace` of its creation, a peer that cannot be connected to is said as one not up yet (an
     /// info line); the warning comes if it still cannot be once the grace is over. A refusal (a certificate, a
     /// role) is a warning at once.
+    /// Whether the node is within `startupGrace` of its start, when a peer it cannot reach may still be starting.
+    public var isStarting: Bool { ContinuousClock.now - startedAt < startupGrace }
+
     public init(holdingUntilStarted: Bool = false, startupGrace: Duration = .zero) {
         state = Mutex(State(held: holdingUntilStarted ? [] : nil))
         self.startupGrace = startupGrace

@@ -35,6 +35,9 @@ public final class NotificationSubscriber: Sendable {
         /// succeeded, since a node refused (another node holds its issuer id) would otherwise take the messages of
         /// its node id's queue away from the issuer they are for. Returns at once when cancelled.
         public var beforeSubscribing: (@Sendable () async -> Void)?
+        /// Whether the node is still starting (`NodeOutgoing.isStarting`): a TSP not up yet is then said at info
+        /// level, and the warning waits for a failure after the start.
+        public var isStarting: @Sendable () -> Bool = { false }
 
         public init(
             maxInFlight: UInt32 = 256, acknowledgeBatch: Int = 1024, concurrentAcknowledgements: Int = 4,
@@ -84,8 +87,13 @@ public final class NotificationSubscriber: Sendable {
     public func run() async {
         await options.beforeSubscribing?()
         var failures = 0
+        // Whether the failures so far were said as such: those while the node starts are not, so the first one
+        // after the start is a warning.
+        var said = false
         while !Task.isCancelled {
-            let outcome = await subscribeOnce(quiet: failures > 0)
+            let starting = options.isStarting()
+            let outcome = await subscribeOnce(quiet: failures > 0 && (said || starting), starting: starting)
+            said = outcome == .ended || said || !starting
             failures = outcome == .ended ? 1 : failures + 1
             do { try await sleep(options.backoff.delay(beforeAttempt: failures)) } catch { return }
         }
@@ -101,7 +109,7 @@ public final class NotificationSubscriber: Sendable {
 
     /// One stream: handle and acknowledge until it ends; returns once its acknowledgements are settled, so a new
     /// stream never races an acknowledgement of the old one.
-    func subscribeOnce(quiet: Bool = false) async -> Outcome {
+    func subscribeOnce(quiet: Bool = false, starting: Bool = false) async -> Outcome {
         let acknowledgements = AcknowledgementQueue(batch: options.acknowledgeBatch)
         var opened = false
         var received = 0
@@ -163,6 +171,10 @@ public final class NotificationSubscriber: Sendable {
                 // The TSP is stopping, cleanly: a warning that the stream "failed" with "the node is shutting
                 // down" read as if this node were.
                 logger.info("the TSP is stopping; the notification stream is opened again when it is back")
+            } else if !wasOpen(), starting, !quiet {
+                logger.info(
+                    "the TSP's notifications cannot be subscribed to yet (it may still be starting); trying again",
+                    ["error": "\(error)"])
             } else if wasOpen() || !quiet {
                 logger.warning("notification stream to the TSP failed", ["error": "\(error)"])
             } else {

@@ -195,6 +195,34 @@ final class Switch: Sendable {
         #expect(Set(failures.compactMap { $0.firstMatch(of: /trace_id=([0-9a-f]+)/)?.1 }).count == 2, "\(failures)")
     }
 
+    /// A TSP started with the issuer may still be starting: a failure while the node starts is said at info level,
+    /// and the first one after the start is the warning.
+    @Test func aTSPNotUpWhileTheNodeStartsIsSaidAtInfoAndWarnedAfterTheStart() async throws {
+        let tsp = FakeTSP(key: try Support.tspKey())
+        let up = Switch()
+        let sink = MemoryLogSink()
+        let party = try Support.party(tsp: Self.channel(to: tsp, up: up), sink: sink)
+        let waits = Mutex(0)
+        await party.tsp.registerUntilDone(
+            logger: Support.logger(sink),
+            machine: RegistrationStateMachine(initialDelay: .milliseconds(10), maximumDelay: .seconds(1)),
+            sleep: { _ in
+                let count = waits.withLock { waits in
+                    waits += 1
+                    return waits
+                }
+                if count == 4 { up.turnOn() }
+            },
+            isStarting: { waits.withLock { $0 } < 2 })
+        let failures = sink.lines.filter { $0.contains("registration with the TSP failed") }
+        #expect(failures.count == 4, "\(failures)")
+        // Attempts 1 and 2 while starting (the first said, at info), 3 after (the warning), 4 not repeated.
+        #expect(failures.first?.contains(" info ") == true && failures.first?.contains("may still be starting") == true)
+        #expect(failures.filter { $0.contains(" warning ") }.count == 1, "\(failures)")
+        #expect(failures.firstIndex { $0.contains(" warning ") } == 2, "\(failures)")
+        #expect(sink.lines.contains { $0.contains("registered with the TSP") && $0.contains("attempt=5") })
+    }
+
     /// A TSP that answers, and refuses this issuer, needs a person: the failure is an error, not the warning of a
     /// TSP still starting, and the node keeps trying in case the TSP's side is what changes.
     @Test func aRefusalIsAnErrorAndRetried() async throws {

@@ -56,4 +56,37 @@ extension NotificationSubscriberTests {
         #expect(announced.count == 1, "\(log.lines)")
         _ = other
     }
+
+    /// A TSP started with the node may still be starting: a Subscribe that fails while the node starts is said at
+    /// info level, and the first failure after the start is the warning; later ones are not repeated.
+    @Test(.timeLimit(.minutes(5))) func aTSPNotUpWhileTheNodeStartsIsSaidAtInfoAndWarnedAfterTheStart() async throws {
+        let harness = try BrokerHarness.make()
+        let subscribes = Atomic<Int>(0)
+        let caller = InterceptingCaller(
+            base: Self.caller(harness),
+            beforeStream: { _ in
+                if subscribes.add(1, ordering: .relaxed).newValue <= 4 {
+                    throw RPCError(.unavailable, "cannot connect to the TSP (test)")
+                }
+            })
+        let log = MemoryLogSink()
+        var options = NotificationSubscriber.Options(
+            backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0))
+        // The first two attempts come while the node starts.
+        options.isStarting = { subscribes.load(ordering: .relaxed) < 2 }
+        let subscriber = NotificationSubscriber(
+            tsp: caller, handler: CountingHandler(),
+            processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
+            logger: Logger(node: "wallet-node", sink: log), options: options)
+        let running = Task { await subscriber.run() }
+        try #require(await Self.eventually { harness.broker.figures(of: "wallet/wallet-1").connected })
+        running.cancel()
+        await running.value
+        let early = log.lines.filter { $0.contains("cannot be subscribed to yet (it may still be starting)") }
+        let warnings = log.lines.filter {
+            $0.contains("notification stream to the TSP failed") && $0.contains(" warning ")
+        }
+        #expect(early.count == 1 && early[0].contains(" info "), "\(log.lines)")
+        #expect(warnings.count == 1, "\(log.lines)")
+    }
 }
