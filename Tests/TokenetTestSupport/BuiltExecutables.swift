@@ -43,11 +43,11 @@ public enum BuiltExecutables {
 /// A loopback port no one listens on right now (another process may take it before the caller binds it; callers
 /// that can, retry).
 public func freeLoopbackPort() throws -> UInt16 {
-    // From below the kernel's ephemeral range, as `tokenet` reserves its nodes' ports: a port the kernel picked for
-    // a socket bound to port 0 may be handed to the next such socket (any listener of the suite, running in
-    // parallel) or to an outgoing connection before the node binds it.
+    // From below the kernel's ephemeral range: a port the kernel picked for a socket bound to port 0 may be handed
+    // to the next such socket (any listener of the suite, running in parallel) or to an outgoing connection before
+    // the node binds it. Below the range `tokenet` reserves its sandboxes' ports from (20000–32767), as `FreePorts`.
     for _ in 0..<200 {
-        let port = UInt16.random(in: 20_000...32_767)
+        let port = UInt16.random(in: 14_000...19_999)
         if let bound = try? bindLoopback(port) { return bound }
     }
     return try bindLoopback(0)
