@@ -1,3 +1,4 @@
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -11,16 +12,27 @@ public struct IssuerAppLink: Sendable {
     let logger: Logger
     let retryAfter: Duration
     let sleep: @Sendable (Duration) async throws -> Void
+    /// Whether the node is still starting (`NodeOutgoing.isStarting`): a wallet not up yet is then said at info
+    /// level, and the warning waits for a failure after the start.
+    let isStarting: @Sendable () -> Bool
+    /// Whether the failures since the listener last pulled were said at warning level.
+    private let warnedOfFailure = WarnedFlag()
 
     public init(
         wallet: any RPCCaller, view: IssuerAppView, logger: Logger, retryAfter: Duration = .seconds(1),
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        isStarting: @escaping @Sendable () -> Bool = { false }
     ) {
         self.wallet = WalletV1.WalletEvents.Client(wallet)
         self.view = view
         self.logger = logger
         self.retryAfter = retryAfter
         self.sleep = sleep
+        self.isStarting = isStarting
+    }
+
+    private final class WarnedFlag: Sendable {
+        let value = Atomic<Bool>(false)
     }
 
     /// Listens until the task is cancelled. Only the first failure in a row is a warning, so a wallet that is down
@@ -50,6 +62,7 @@ public struct IssuerAppLink: Sendable {
                     $0.listening = true
                 }
                 pulled = true
+                warnedOfFailure.value.store(false, ordering: .relaxed)
                 logger.info("app view pulled from the wallet", ["tokens": "\(pull.tokens.count)"])
             }
             for try await event in stream {
@@ -72,7 +85,17 @@ public struct IssuerAppLink: Sendable {
                 logger.info("the wallet is stopping; the app's listener is opened again when it is back")
                 // Said once: the retries while it is down are quiet, as after any failure.
                 pulled = false
-            } else if pulled || !quiet {
+            } else if !pulled, isStarting(), (error as? RPCError)?.mayBeAPeerStillStarting == true {
+                // A wallet not up yet while this node starts (parties started together): once, at info.
+                if quiet {
+                    logger.debug("app listener to the wallet failed again", ["error": "\(error)"])
+                } else {
+                    logger.info(
+                        "the wallet cannot be listened to yet (it may still be starting); trying again",
+                        ["error": "\(error)"])
+                }
+            } else if pulled || !quiet || !warnedOfFailure.value.load(ordering: .relaxed) {
+                warnedOfFailure.value.store(true, ordering: .relaxed)
                 logger.warning("app listener to the wallet failed", ["error": "\(error)"])
             } else {
                 logger.debug("app listener to the wallet failed again", ["error": "\(error)"])

@@ -62,7 +62,10 @@ public enum IssuerNode {
         }
         context.runInBackground { await appNotifications.pruneUntilCancelled() }
         if context.options.peers[.wallet] != nil {
-            let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
+            let outgoing = context.outgoing
+            let link = IssuerAppLink(
+                wallet: try context.channel(to: .wallet), view: appView, logger: logger,
+                isStarting: { outgoing.isStarting })
             context.runInBackground { await link.run() }
         }
         // The TSP's notifications: its stand-in advice for the decisions, the rest processed by the issuer app

@@ -266,7 +266,7 @@ final class TSPLink: Sendable {
                         // holds its id, its BIN ranges overlap another issuer's, the fixture is wrong) needs a person,
                         // so it is an error, though the node retries in case the TSP's side is what changes.
                         let refused = (error as? RPCError).map { Self.refusals.contains($0.code) } ?? false
-                        let starting = !refused && isStarting()
+                        let starting = (error as? RPCError)?.mayBeAPeerStillStarting == true && isStarting()
                         let shown = attempt == 1 || attempt % 10 == 0 || !warned && !starting
                         if shown, !starting { warned = true }
                         logger.log(

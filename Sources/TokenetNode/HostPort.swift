@@ -82,13 +82,22 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         var four = in_addr()
         var six = in6_addr()
         if inet_pton(AF_INET, host, &four) == 1 {
-            let first = UInt8(truncatingIfNeeded: four.s_addr)
+            let first = UInt8(UInt32(bigEndian: four.s_addr) >> 24)
             if (224...239).contains(first) { return "\(host) is a multicast address, which takes no connections" }
             if four.s_addr == UInt32.max { return "\(host) is the broadcast address, which takes no connections" }
             return nil
         }
         guard inet_pton(AF_INET6, host, &six) == 1 else { return nil }
-        let (first, second) = withUnsafeBytes(of: six) { ($0[0], $0[1]) }
+        let bytes = withUnsafeBytes(of: six) { Array($0) }
+        // An IPv4 address written as IPv6 (::ffff:224.0.0.1) is that IPv4 address.
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+            if (224...239).contains(bytes[12]) { return "\(host) is a multicast address, which takes no connections" }
+            if bytes[12...].allSatisfy({ $0 == 0xFF }) {
+                return "\(host) is the broadcast address, which takes no connections"
+            }
+            return nil
+        }
+        let (first, second) = (bytes[0], bytes[1])
         if first == 0xFF { return "\(host) is a multicast address, which takes no connections" }
         if first == 0xFE, second & 0xC0 == 0x80 {
             return "\(host) is a link-local address, which needs an interface (a zone) that Tokenet does not take"

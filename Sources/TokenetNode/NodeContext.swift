@@ -67,6 +67,16 @@ public struct NodeContext: Sendable {
                 logger.info(
                     "\(peer) is not reachable yet (it may still be starting); \(retrying)",
                     ["peer": address.description, "error": reason])
+                // Warned of once the start is over if it is still not reached: the channel says nothing more
+                // while its attempts fail the same way.
+                outgoing.run {
+                    guard (try? await Task.sleep(until: outgoing.startEndsAt, clock: .continuous)) != nil,
+                        let reason = outgoing.stillUnreachableAfterStart(peer)
+                    else { return }
+                    logger.warning(
+                        "cannot reach \(peer) (not reached since the node started); \(retrying)",
+                        ["peer": address.description, "error": reason])
+                }
             case (.reachable(let afterStart), .reachable(let failed)):
                 logger.info(
                     afterStart ? "reached \(peer)" : "reached \(peer) again",

@@ -25,6 +25,8 @@ public final class NodeOutgoing: Sendable {
     private struct Unreachable {
         var kind: String?
         var early: Bool
+        /// The reason last reported.
+        var reason = ""
     }
 
     /// What a link change calls for in the log (`news(_:peer:)`).
@@ -53,9 +55,6 @@ public final class NodeOutgoing: Sendable {
     /// Within `startupGrace` of its creation, a peer that cannot be connected to is said as one not up yet (an
     /// info line); the warning comes if it still cannot be once the grace is over. A refusal (a certificate, a
     /// role) is a warning at once.
-    /// Whether the node is within `startupGrace` of its start, when a peer it cannot reach may still be starting.
-    public var isStarting: Bool { ContinuousClock.now - startedAt < startupGrace }
-
     public init(holdingUntilStarted: Bool = false, startupGrace: Duration = .zero) {
         state = Mutex(State(held: holdingUntilStarted ? [] : nil))
         self.startupGrace = startupGrace
@@ -84,22 +83,22 @@ public final class NodeOutgoing: Sendable {
         let starting = now - startedAt < startupGrace
         return state.withLock { state in
             switch change {
-            case .unreachable(_, let kind):
+            case .unreachable(let reason, let kind):
                 // Cannot connect (or cut short by its call), as a peer that is not up yet: not a refusal.
                 let notUp = kind == nil || kind == RPCChannel.unreachableKind
                 guard let logged = state.unreachable[peer] else {
                     let early = starting && notUp
-                    state.unreachable[peer] = Unreachable(kind: kind, early: early)
+                    state.unreachable[peer] = Unreachable(kind: kind, early: early, reason: reason)
                     return early ? .notYetReachable : .unreachable
                 }
                 if logged.early, !starting || !notUp {
                     // Still unreachable once the start is over, or refused: now it is a warning.
-                    state.unreachable[peer] = Unreachable(kind: kind ?? logged.kind, early: false)
+                    state.unreachable[peer] = Unreachable(kind: kind ?? logged.kind, early: false, reason: reason)
                     return .unreachable
                 }
                 // A reason of its own after attempts cut short by their calls (no kind) is news too.
                 guard let kind else { return .none }
-                state.unreachable[peer] = Unreachable(kind: kind, early: logged.early)
+                state.unreachable[peer] = Unreachable(kind: kind, early: logged.early, reason: reason)
                 return logged.kind != kind && !logged.early ? .unreachable : .none
             case .reachable:
                 guard let logged = state.unreachable.removeValue(forKey: peer) else { return .none }
@@ -107,6 +106,24 @@ public final class NodeOutgoing: Sendable {
             }
         }
     }
+
+    /// Whether the node is within `startupGrace` of its start, when a peer it cannot reach may still be starting.
+    public var isStarting: Bool { ContinuousClock.now - startedAt < startupGrace }
+
+    /// The reason a peer said only as "not reachable yet" still stands for, once the start is over: the channel
+    /// reports a failure again only when its kind changes, so a peer that never came up would never be warned of.
+    /// Nil when the peer was reached meanwhile, or already warned of; the peer then counts as warned of.
+    public func stillUnreachableAfterStart(_ peer: String) -> String? {
+        state.withLock { state in
+            guard var logged = state.unreachable[peer], logged.early else { return nil }
+            logged.early = false
+            state.unreachable[peer] = logged
+            return logged.reason
+        }
+    }
+
+    /// When the start is over (`startupGrace` after the node's creation).
+    public var startEndsAt: ContinuousClock.Instant { startedAt + startupGrace }
 
     /// Whether `news(_:peer:)` has something to say.
     public func isNews(_ change: RPCChannel.LinkChange, peer: String) -> Bool {

@@ -66,6 +66,9 @@ public final class NotificationSubscriber: Sendable {
     /// them first. The broker may have removed them already (the answer was lost, not the request); acknowledging
     /// an unknown id is harmless, and it lets the journal forget them.
     private let unconfirmed = Mutex<[String]>([])
+    /// Whether the failures since the stream was last open were said at warning level: those while the node starts
+    /// are said at info, and the first failure after the start is then the warning.
+    private let warnedOfFailure = Atomic<Bool>(false)
 
     public init(
         tsp: any RPCCaller, handler: any NotificationHandler, processed: ProcessedNotificationLog, logger: Logger,
@@ -87,13 +90,8 @@ public final class NotificationSubscriber: Sendable {
     public func run() async {
         await options.beforeSubscribing?()
         var failures = 0
-        // Whether the failures so far were said as such: those while the node starts are not, so the first one
-        // after the start is a warning.
-        var said = false
         while !Task.isCancelled {
-            let starting = options.isStarting()
-            let outcome = await subscribeOnce(quiet: failures > 0 && (said || starting), starting: starting)
-            said = outcome == .ended || said || !starting
+            let outcome = await subscribeOnce(quiet: failures > 0)
             failures = outcome == .ended ? 1 : failures + 1
             do { try await sleep(options.backoff.delay(beforeAttempt: failures)) } catch { return }
         }
@@ -109,7 +107,7 @@ public final class NotificationSubscriber: Sendable {
 
     /// One stream: handle and acknowledge until it ends; returns once its acknowledgements are settled, so a new
     /// stream never races an acknowledgement of the old one.
-    func subscribeOnce(quiet: Bool = false, starting: Bool = false) async -> Outcome {
+    func subscribeOnce(quiet: Bool = false) async -> Outcome {
         let acknowledgements = AcknowledgementQueue(batch: options.acknowledgeBatch)
         var opened = false
         var received = 0
@@ -129,6 +127,7 @@ public final class NotificationSubscriber: Sendable {
             let stream = try await client.subscribe(
                 TspV1.SubscribeRequest(maxInFlight: options.maxInFlight, instanceID: options.instanceID))
             subscribedAt = .now
+            warnedOfFailure.store(false, ordering: .relaxed)
             // A quiet queue sends nothing: the stream is announced once it has stayed up `openAfter`, so that an
             // operator reading the log sees the node subscribed without waiting for the first message.
             let announcer = Task { [openAfter = options.openAfter] in
@@ -171,11 +170,17 @@ public final class NotificationSubscriber: Sendable {
                 // The TSP is stopping, cleanly: a warning that the stream "failed" with "the node is shutting
                 // down" read as if this node were.
                 logger.info("the TSP is stopping; the notification stream is opened again when it is back")
-            } else if !wasOpen(), starting, !quiet {
-                logger.info(
-                    "the TSP's notifications cannot be subscribed to yet (it may still be starting); trying again",
-                    ["error": "\(error)"])
-            } else if wasOpen() || !quiet {
+            } else if !wasOpen(), options.isStarting(), (error as? RPCError)?.mayBeAPeerStillStarting == true {
+                // A TSP not up yet while this node starts (parties started together): once, at info.
+                if quiet {
+                    logger.debug("notification stream to the TSP failed again", ["error": "\(error)"])
+                } else {
+                    logger.info(
+                        "the TSP's notifications cannot be subscribed to yet (it may still be starting); trying again",
+                        ["error": "\(error)"])
+                }
+            } else if wasOpen() || !quiet || !warnedOfFailure.load(ordering: .relaxed) {
+                warnedOfFailure.store(true, ordering: .relaxed)
                 logger.warning("notification stream to the TSP failed", ["error": "\(error)"])
             } else {
                 logger.debug("notification stream to the TSP failed again", ["error": "\(error)"])

@@ -70,6 +70,8 @@ struct ConnectionStateMachine {
         var messagesQueued = false
         /// A status or half-close waits in `backlogs` behind those messages.
         var endQueued = false
+        /// Server: the call came with a deadline, whose passing the client tells with a cancel (`receiveCancel`).
+        var hasDeadline = false
 
         /// Whether the application may still send messages: not half-closed, no status or half-close queued.
         var acceptsMessages: Bool { !localHalfClosed && !endQueued }
@@ -337,8 +339,10 @@ struct ConnectionStateMachine {
                 ? ", plus \(limit) calls that ended early and whose handlers are still stopping" : ""
             return refuse(id, start, .resourceExhausted, "too many concurrent calls: the limit is \(limit)\(stopping)")
         }
-        streams[id] = Stream(
+        var stream = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
+        stream.hasDeadline = start.timeoutMicros != nil
+        streams[id] = stream
         if blockCalls == Self.cancelBlock { (blockCalls, blockCancels) = (0, 0) }
         blockCalls += 1
         return Actions(.startHandler(streamID: id, start))
@@ -378,16 +382,22 @@ struct ConnectionStateMachine {
     /// the handler allowance bounds in number but not in rate: one such connection kept a node's loop busy and made
     /// other clients' calls wait 100 times longer while it lasted. Cancelling nearly every call of a block of 1,024
     /// (more than 7 in 8) is no client's way of working, and ends the connection; a client that reconnects pays a
-    /// handshake for each block.
+    /// handshake for each block. Only the cancels of calls without a deadline count: a client tells the server of a
+    /// passed deadline with a cancel, and a server slow enough to let most calls' deadlines pass (a stalled
+    /// database) cut off its clients' connections, and every other call on them, as if they had attacked it.
     private mutating func receiveCancel(_ id: UInt32) -> Actions {
-        guard role == .server, removeStream(id) else { return [] }
+        guard role == .server, let index = streams.index(forKey: id) else { return [] }
+        let chosen = !streams[slot: index].hasDeadline
+        removeStream(id)
+        guard chosen else { return Actions(cancelHandler(id)) + closeIfDrained() }
         blockCancels += 1
         if blockCancels > Self.cancelLimit {
             return Actions(cancelHandler(id))
                 + connectionError(
                     .protocolError,
-                    "the peer cancelled \(blockCancels) of its last \(blockCalls) calls while they ran: a client that "
-                        + "cancels nearly every call it makes costs this side a handler each; cancel fewer calls")
+                    "the peer cancelled \(blockCancels) of its last \(blockCalls) calls while they ran, none of them "
+                        + "past a deadline: a client that cancels nearly every call it makes costs this side a handler "
+                        + "each; cancel fewer calls")
         }
         return Actions(cancelHandler(id)) + closeIfDrained()
     }

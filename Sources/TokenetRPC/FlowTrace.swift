@@ -19,9 +19,6 @@ public enum FlowTrace {
         return current
     }
 
-    /// Runs `body` under `traceID` (as `current`), or under the trace it already has when `traceID` is empty:
-    /// messages that carry no trace id (the TSP's own timers, older senders) start none.
-    /// A trace id that is not one (a peer's mistake) is ignored: calls made under it would be refused.
     /// Runs `body` under a trace of its own: background work that no call set going (a registration, a catch-up
     /// at start), whose lines on this node and whose calls' lines on the peer then share one id.
     public static func runAsNewFlow<T>(
@@ -30,6 +27,9 @@ public enum FlowTrace {
         try await $current.withValue(Metadata.newTraceID(), operation: body, isolation: isolation)
     }
 
+    /// Runs `body` under `traceID` (as `current`), or under the trace it already has when `traceID` is empty:
+    /// messages that carry no trace id (the TSP's own timers, older senders) start none.
+    /// A trace id that is not one (a peer's mistake) is ignored: calls made under it would be refused.
     public static func run<T>(
         _ traceID: String, isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
     ) async rethrows -> T {

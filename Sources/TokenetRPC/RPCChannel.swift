@@ -498,13 +498,13 @@ public final class RPCChannel: RPCCaller {
         }
     }
 
+    /// The kind of a failure that says only that no connection could be made (`failureKind`).
+    public static let unreachableKind = "unreachable"
+
     /// The kind of a failed attempt, to tell a new reason from the same one again (`LinkChange.unreachable`): a
     /// refusal retrying cannot mend (`isLasting`) by its code, any other failure as one kind, since a peer that is
     /// down fails in several ways in turn (a reset, a handshake cut short) and each was logged as news; nil for an
     /// attempt its call's deadline or cancel cut short, which says nothing new about the peer.
-    /// The kind of a failure that says only that no connection could be made (`failureKind`).
-    public static let unreachableKind = "unreachable"
-
     static func failureKind(_ error: any Error) -> String? {
         guard let error = error as? TransportError else { return nil }
         return error.isLasting ? "refused/\(error.code.rawValue)" : unreachableKind
@@ -566,7 +566,7 @@ public final class RPCChannel: RPCCaller {
         let target = peer.map { " to \($0)" } ?? ""
         return RPCError(
             .unavailable, "cannot connect\(target) after \(attempts) attempt(s): \(reason)",
-            cause: NotConnected(reason: reason))
+            cause: NotConnected(reason: reason, refused: error.map(Self.isLasting) ?? false))
     }
 }
 

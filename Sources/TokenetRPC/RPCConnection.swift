@@ -131,6 +131,8 @@ final class RPCConnection: Sendable {
     let loop: EventLoop?
     /// Where handler tasks run: the connection's loop when the server asked for it, else the global executor.
     let handlerExecutor: (any TaskExecutor)?
+    /// The server's count of running handlers (`RPCServer.handlerCount`), from each task's creation to its end.
+    let runningHandlers: RunningHandlers?
 
     init(
         stream: any ByteStream,
@@ -142,9 +144,11 @@ final class RPCConnection: Sendable {
         requestBudget: ByteBudget? = nil,
         unreadBudget: ByteBudget? = nil,
         handler: CallHandler?,
-        refusalHandler: (@Sendable (WireV1.CallStart?, WireV1.Status) -> Void)? = nil
+        refusalHandler: (@Sendable (WireV1.CallStart?, WireV1.Status) -> Void)? = nil,
+        runningHandlers: RunningHandlers? = nil
     ) {
         self.refusalHandler = refusalHandler
+        self.runningHandlers = runningHandlers
         self.inboundBudget = inboundBudget
         self.requestBudget = requestBudget
         self.unreadBudget = unreadBudget
@@ -590,7 +594,14 @@ final class RPCConnection: Sendable {
         )
         // The task cannot see the call table before it is entered: everything it does on the connection takes
         // the lock this runs under.
-        let task = Task(executorPreference: handlerExecutor) { await handler(call) }
+        // Counted from here, not from the task's first line: a task made just before its connection closed, and not
+        // yet run, must hold back a node that waits for its handlers before closing its database.
+        let running = runningHandlers
+        running?.started()
+        let task = Task(executorPreference: handlerExecutor) {
+            defer { running?.ended() }
+            await handler(call)
+        }
         core.serverCalls[id] = ServerCallState(requests: requests, task: task)
         if let timeout, let deadline { trackDeadline(id, at: deadline, timeout: timeout, core: &core) }
     }

@@ -43,6 +43,14 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// ids): it goes on another connection as it is, which `RPCChannel` opens for it.
     public var callMetAClosingConnection: Bool { (cause as? NotConnected)?.connectionWasClosing == true }
 
+    /// The call was never sent because the peer refused this side's connection in a way retrying cannot mend (its
+    /// certificate from another PKI, a role it does not accept): not a peer that is down or still starting.
+    public var peerRefusedTheConnection: Bool { (cause as? NotConnected)?.refused == true }
+
+    /// UNAVAILABLE without a lasting refusal: what a peer that is not up yet (still starting) answers. A peer's own
+    /// answer of another code (PERMISSION_DENIED, ALREADY_EXISTS) is no such thing.
+    public var mayBeAPeerStillStarting: Bool { code == .unavailable && !peerRefusedTheConnection }
+
     /// How the message of a call opened on a connection that was closing begins (`callWasNeverSent`).
     public static let closedBeforeSent = "the connection closed before the call was sent"
 
@@ -84,10 +92,13 @@ public struct NotConnected: Error, Sendable, CustomStringConvertible {
     public let reason: String
     /// The call's connection was closing: another connection may take it (`RPCError.callMetAClosingConnection`).
     public let connectionWasClosing: Bool
+    /// The peer refused the connection for good (`RPCError.peerRefusedTheConnection`).
+    public let refused: Bool
 
-    public init(reason: String, connectionWasClosing: Bool = false) {
+    public init(reason: String, connectionWasClosing: Bool = false, refused: Bool = false) {
         self.reason = reason
         self.connectionWasClosing = connectionWasClosing
+        self.refused = refused
     }
 
     public var description: String { reason }

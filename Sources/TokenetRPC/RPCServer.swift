@@ -98,7 +98,7 @@ public final class RPCServer: Sendable {
     /// Handlers running now. A connection ends without waiting for the handlers it cancelled (cancelling is
     /// cooperative: a database transaction runs on), so an owner that closes what handlers use (a node closing its
     /// database once the drain is over) waits for this to reach zero first (`waitForHandlers(within:)`).
-    private let runningHandlers = Atomic<Int>(0)
+    private let runningHandlers = RunningHandlers()
     /// The unfinished frames held for all connections together (see `ByteBudget`).
     let inboundBudget = ByteBudget(limit: ByteBudget.defaultLimit)
     /// The requests held for calls that have not ended their requests, for all connections together (see
@@ -148,11 +148,7 @@ public final class RPCServer: Sendable {
         // Typed, so the closure runs on its caller's executor: an untyped literal converted to the optional
         // handler would hop to the generic executor and back on every call. No capture list either: with one
         // (`[self]`) the literal is not `nonisolated(nonsending)` but runs on the generic executor (Swift 6.3).
-        let handler: RPCConnection.CallHandler = { call in
-            self.runningHandlers.add(1, ordering: .relaxed)
-            defer { self.runningHandlers.subtract(1, ordering: .releasing) }
-            await self.handle(call)
-        }
+        let handler: RPCConnection.CallHandler = { call in await self.handle(call) }
         let peer = stream.peerIdentity
         var refusals: (@Sendable (WireV1.CallStart?, WireV1.Status) -> Void)?
         if let callLog {
@@ -161,7 +157,8 @@ public final class RPCServer: Sendable {
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
             handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget,
-            requestBudget: requestBudget, unreadBudget: unreadBudget, handler: handler, refusalHandler: refusals)
+            requestBudget: requestBudget, unreadBudget: unreadBudget, handler: handler, refusalHandler: refusals,
+            runningHandlers: runningHandlers)
         if let refusal = admit(peer), let peer {
             connection.refuseAsOneTooMany(reason: refusal)
             refusalLog?(ConnectionRefusal(peer: peer, reason: refusal))
@@ -224,7 +221,7 @@ public final class RPCServer: Sendable {
     public var connectionCount: Int { connections.withLock { $0.count } }
 
     /// How many call handlers run now, on every connection (see `runningHandlers`).
-    public var handlerCount: Int { runningHandlers.load(ordering: .acquiring) }
+    public var handlerCount: Int { runningHandlers.count }
 
     /// Waits until no call handler runs, at most `limit`; false when some still ran then.
     public func waitForHandlers(within limit: Duration) async -> Bool {
@@ -385,4 +382,15 @@ public final class RPCServer: Sendable {
         }
         return status
     }
+}
+
+/// The handler tasks of a server's calls that have been made and have not ended (`RPCServer.handlerCount`).
+final class RunningHandlers: Sendable {
+    private let running = Atomic<Int>(0)
+
+    var count: Int { running.load(ordering: .acquiring) }
+
+    func started() { running.add(1, ordering: .relaxed) }
+
+    func ended() { running.subtract(1, ordering: .releasing) }
 }

@@ -179,6 +179,29 @@ import TokenetWire
         #expect(sink.lines.filter { $0.contains("warning") && $0.contains("app listener") }.count == 1, "\(sink.lines)")
     }
 
+    /// A wallet not up while the node starts is said at info, once; the first failure after the start is the
+    /// warning, and the ones after it are not repeated.
+    @Test func aWalletNotUpWhileTheNodeStartsIsSaidAtInfoAndWarnedAfterTheStart() async throws {
+        let sink = MemoryLogSink()
+        let tries = Mutex(0)
+        let link = IssuerAppLink(
+            wallet: UnreachableCaller(), view: IssuerAppView(), logger: Support.logger(sink),
+            sleep: { _ in
+                let count = tries.withLock { count in
+                    count += 1
+                    return count
+                }
+                if count == 4 { throw CancellationError() }
+            },
+            isStarting: { tries.withLock { $0 } < 2 })
+        await link.run()
+        let lines = sink.lines.filter { $0.contains("wallet") && !$0.contains("pulled") }
+        #expect(lines.count == 4, "\(lines)")
+        #expect(lines.first?.contains(" info ") == true && lines.first?.contains("may still be starting") == true)
+        #expect(lines.filter { $0.contains(" warning ") }.count == 1, "\(lines)")
+        #expect(lines.firstIndex { $0.contains(" warning ") } == 2, "\(lines)")
+    }
+
     @Test func cardViewIsForOperatorsOnly() async throws {
         let client = IssuerV1.IssuerApp.Client(Support.connect(Self.router(IssuerAppView()), as: .wallet))
         let error = await Support.rpcError { _ = try await client.cardView(.init()) }
@@ -222,5 +245,37 @@ final class FakeWalletEvents: WalletV1.WalletEvents.ServiceProtocol {
         return WalletV1.CurrentTokensResponse(
             walletAccountID: "wallet-account-1", tokens: Array(tokens),
             nextPageToken: next == 0 ? "" : PageRequest.token(after: PageRequest.key(row: Int64(next))))
+    }
+}
+
+/// A peer that cannot be connected to: every call fails UNAVAILABLE before it is sent, as a channel's do.
+private struct UnreachableCaller: RPCCaller {
+    static var failure: RPCError {
+        RPCError(.unavailable, "cannot connect to the wallet (test)", cause: NotConnected(reason: "refused"))
+    }
+
+    func unary<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+    ) async throws -> Response {
+        throw Self.failure
+    }
+
+    func serverStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+    ) async throws -> ResponseStream<Response> {
+        throw Self.failure
+    }
+
+    func clientStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>, options: CallOptions,
+        requests: @Sendable (RequestWriter<Request>) async throws -> Void
+    ) async throws -> Response {
+        throw Self.failure
+    }
+
+    func bidirectional<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>, options: CallOptions
+    ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
+        throw Self.failure
     }
 }

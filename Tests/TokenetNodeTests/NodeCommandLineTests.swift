@@ -366,6 +366,8 @@ import Testing
         (["--listen", "255.255.255.255:0"], "(255.255.255.255 is the broadcast address, which takes no connections)"),
         (["--listen", "[ff02::1]:0"], "(ff02::1 is a multicast address, which takes no connections), such as"),
         (["--listen", "[fe80::1]:0"], "(fe80::1 is a link-local address, which needs an interface (a zone) that"),
+        (["--listen", "[::ffff:224.0.0.1]:0"], "(::ffff:224.0.0.1 is a multicast address, which takes no"),
+        (["--listen", "[::ffff:255.255.255.255]:0"], "(::ffff:255.255.255.255 is the broadcast address, which"),
         (["--log-level", "loud"], "--log-level: expected trace|debug|info|warning|error, got 'loud'"),
         (["--log-format", "xml"], "--log-format: expected text|json, got 'xml'"),
         (["--plaintext=yes"], "--plaintext: expected no value, true or false, got 'yes'"),

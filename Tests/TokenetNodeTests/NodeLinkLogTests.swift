@@ -38,6 +38,40 @@ import TokenetWire
         #expect(lines.count - refused.count <= 1, "\(logs.lines)")
     }
 
+    /// A peer that is not up while the node starts, and never comes up: its channel says nothing more while its
+    /// attempts fail the same way, and the warning comes once the start is over all the same, once.
+    @Test(.timeLimit(.minutes(3))) func aPeerThatNeverComesUpIsWarnedOfOnceTheStartIsOver() async throws {
+        let loop = try EventLoop(name: "test-node-never-up")
+        defer { loop.shutdown() }
+        let port = try FreePorts.run(of: 1)
+        var options = NodeOptions()
+        options.plaintext = true
+        options.peers = [.tsp: HostPort(host: "127.0.0.1", port: UInt16(port))]
+        let logs = MemoryLogSink()
+        let outgoing = NodeOutgoing(startupGrace: .seconds(1))
+        let context = NodeContext(
+            options: options, logger: Logger(node: "wallet-node", sink: logs), dataDirectory: "", eventLoop: loop,
+            outgoing: outgoing)
+        let channel = try context.channel(to: .tsp)
+        await #expect(throws: RPCError.self) {
+            _ = try await channel.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(60)))
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !logs.lines.contains(where: { $0.contains("not reached since the node started") }),
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        outgoing.cancelTasks()
+        await channel.close()
+        let early = logs.lines.filter { $0.contains("is not reachable yet (it may still be starting)") }
+        let warned = logs.lines.filter { $0.contains("cannot reach the tsp-node") }
+        #expect(early.count == 1 && early[0].contains(" info "), "\(logs.lines)")
+        #expect(warned.count == 1 && warned[0].contains(" warning "), "\(logs.lines)")
+        #expect(warned.first?.contains("(not reached since the node started)") == true, "\(logs.lines)")
+    }
+
     @Test func linkChangesAreNewsOncePerPeer() {
         let outgoing = NodeOutgoing()
         #expect(outgoing.isNews(.unreachable(reason: "refused"), peer: "tsp"))
@@ -78,6 +112,16 @@ import TokenetWire
         #expect(outgoing.news(certificate, peer: "wallet", now: start) == .unreachable)
         // Nor does the grace apply to a peer lost later.
         #expect(outgoing.news(refused, peer: "tsp", now: start + .seconds(20)) == .unreachable)
+        // A peer said as not up yet whose channel says nothing more (its attempts fail the same way) is warned of
+        // once the start is over, with the reason it was said with; once.
+        #expect(outgoing.news(refused, peer: "bank-b", now: start + .seconds(1)) == .notYetReachable)
+        #expect(outgoing.stillUnreachableAfterStart("bank-b") == "refused")
+        #expect(outgoing.stillUnreachableAfterStart("bank-b") == nil)
+        #expect(outgoing.news(refused, peer: "bank-b", now: start + .seconds(21)) == .none)
+        // One reached meanwhile is not.
+        #expect(outgoing.news(refused, peer: "bank-c", now: start + .seconds(1)) == .notYetReachable)
+        _ = outgoing.news(.reachable(afterFailedAttempts: 1), peer: "bank-c", now: start + .seconds(2))
+        #expect(outgoing.stillUnreachableAfterStart("bank-c") == nil)
     }
 }
 

@@ -112,7 +112,6 @@ import TokenetWire
         #expect(machine.directSendAllowance(1) == 9)
     }
 
-    /// A goaway reason of megabytes is cut short before it becomes the text of failed calls and of log lines.
     /// Opens call `id` and cancels it while it runs; its handler returns at once.
     private static func openAndCancel(_ id: UInt32, _ machine: inout Tests.Machine) -> Tests.Machine.Actions {
         _ = machine.receive(Tests.frame(id, .callStart(Tests.start)))
@@ -132,8 +131,8 @@ import TokenetWire
         }
         let actions = Self.openAndCancel(id, &machine)
         let reason =
-            "the peer cancelled 897 of its last 897 calls while they ran: a client that cancels nearly every call it "
-            + "makes costs this side a handler each; cancel fewer calls"
+            "the peer cancelled 897 of its last 897 calls while they ran, none of them past a deadline: a client that "
+            + "cancels nearly every call it makes costs this side a handler each; cancel fewer calls"
         #expect(
             actions == [
                 .cancelHandler(streamID: id),
@@ -141,6 +140,21 @@ import TokenetWire
                     Tests.frame(0, .goaway(WireV1.GoAway(lastStreamID: id, code: .protocolError, reason: reason)))),
                 .closeConnection(error: reason),
             ])
+    }
+
+    /// A client tells the server of a passed deadline with a cancel: a server slow enough to let every call's
+    /// deadline pass does not cut its client off.
+    @Test func cancelsOfCallsWithADeadlineDoNotCount() {
+        var machine = Tests.server()
+        var start = Tests.start
+        start.timeoutMicros = 3_000
+        for index in 0..<2_000 {
+            let id = UInt32(2 * index + 1)
+            _ = machine.receive(Tests.frame(id, .callStart(start)))
+            #expect(machine.receive(Tests.frame(id, .cancel(WireV1.Cancel()))) == [.cancelHandler(streamID: id)])
+            machine.handlerReturned(id)
+        }
+        #expect(machine.state == .active)
     }
 
     /// Cancelling at most 7 calls in 8, block after block, is a client's way of working: the connection carries on.
@@ -160,6 +174,7 @@ import TokenetWire
         #expect(machine.state == .active)
     }
 
+    /// A goaway reason of megabytes is cut short before it becomes the text of failed calls and of log lines.
     @Test func aLongGoawayReasonIsCutShort() throws {
         var machine = Tests.client()
         let (id, _) = try machine.openCall(Tests.start)

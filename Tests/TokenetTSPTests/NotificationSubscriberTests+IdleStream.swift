@@ -89,4 +89,37 @@ extension NotificationSubscriberTests {
         #expect(early.count == 1 && early[0].contains(" info "), "\(log.lines)")
         #expect(warnings.count == 1, "\(log.lines)")
     }
+
+    /// A TSP that refuses this node (another PKI) is no TSP still starting: a warning at once, even while the node
+    /// starts.
+    @Test(.timeLimit(.minutes(5))) func aRefusalWhileTheNodeStartsIsAWarningAtOnce() async throws {
+        let harness = try BrokerHarness.make()
+        let subscribes = Atomic<Int>(0)
+        let caller = InterceptingCaller(
+            base: Self.caller(harness),
+            beforeStream: { _ in
+                if subscribes.add(1, ordering: .relaxed).newValue <= 1 {
+                    throw RPCError(
+                        .unavailable, "cannot connect to the TSP (test): unknown CA",
+                        cause: NotConnected(reason: "unknown CA", refused: true))
+                }
+            })
+        let log = MemoryLogSink()
+        var options = NotificationSubscriber.Options(
+            backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0))
+        options.isStarting = { true }
+        let subscriber = NotificationSubscriber(
+            tsp: caller, handler: CountingHandler(),
+            processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
+            logger: Logger(node: "wallet-node", sink: log), options: options)
+        let running = Task { await subscriber.run() }
+        try #require(await Self.eventually { harness.broker.figures(of: "wallet/wallet-1").connected })
+        running.cancel()
+        await running.value
+        #expect(!log.lines.contains { $0.contains("may still be starting") }, "\(log.lines)")
+        let warnings = log.lines.filter {
+            $0.contains("notification stream to the TSP failed") && $0.contains(" warning ")
+        }
+        #expect(warnings.count == 1, "\(log.lines)")
+    }
 }
