@@ -52,6 +52,7 @@ struct IssuerTokenSync: Sendable {
                 await FlowTrace.runAsNewFlow {
                     do {
                         try await cardCare.tsp.register()
+                        logger.debug("registration with the TSP renewed")
                     } catch {
                         logger.warning("the issuer's registration could not be renewed", ["error": "\(error)"])
                     }
