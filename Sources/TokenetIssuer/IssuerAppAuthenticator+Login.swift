@@ -211,7 +211,10 @@ extension IssuerAppAuthenticator {
         }
         logger.info(
             response.result == .success ? "credential resynchronised" : "credential resynchronisation refused",
-            ["user": account.userID, "credential": failed, "result": "\(response.result)"])
+            [
+                "user": account.userID, "credential": failed,
+                "result": response.result.protoValueName ?? "\(response.result)",
+            ])
         return response
     }
 

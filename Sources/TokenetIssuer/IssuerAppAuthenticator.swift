@@ -210,7 +210,10 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         }
         logger.info(
             "account activation",
-            ["user": enrolment.userID, "account": enrolment.accountID, "result": "\(response.result)"])
+            [
+                "user": enrolment.userID, "account": enrolment.accountID,
+                "result": response.result.protoValueName ?? "\(response.result)",
+            ])
         return answer
     }
 

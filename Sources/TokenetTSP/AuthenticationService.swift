@@ -86,11 +86,14 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                     log.info(
                         "login refused",
                         [
-                            "credential": credentialID, "result": "\(response.result)",
+                            "credential": credentialID,
+                            "result": response.result.protoValueName ?? "\(response.result)",
                             "also_refused": other.credentialID,
                         ])
                 } else {
-                    log.info("login refused", ["credential": credentialID, "result": "\(response.result)"])
+                    log.info(
+                        "login refused",
+                        ["credential": credentialID, "result": response.result.protoValueName ?? "\(response.result)"])
                 }
             }
             return response
@@ -122,7 +125,9 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
             case .notLocked:
                 throw TSPError(.internal, "a resynchronisation answered as an unlock")
             }
-            log.info("resync checked", ["credential": request.credentialID, "result": "\(response.result)"])
+            log.info(
+                "resync checked",
+                ["credential": request.credentialID, "result": response.result.protoValueName ?? "\(response.result)"])
             return response
         }
     }

@@ -144,7 +144,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             response.stateVersion = now.stateVersion
             log.info(
                 "one-time code checked",
-                ["digital_card_id": token.digitalCardID, "result": "\(response.result)"])
+                [
+                    "digital_card_id": token.digitalCardID,
+                    "result": response.result.protoValueName ?? "\(response.result)",
+                ])
             return response
         }
     }
