@@ -157,13 +157,18 @@ extension Logger {
         _ level: LogLevel, _ message: String, error: String, peer: String?, throttledBy throttle: LogThrottle,
         at now: ContinuousClock.Instant
     ) {
+        let happened = clock()
         throttle.submit(at: now) { [self] notShown in
-            switch (peer, notShown > 0) {
-            case (let peer?, true): log(level, message, ["peer": peer, "error": error, "not_shown": String(notShown)])
-            case (let peer?, false): log(level, message, ["peer": peer, "error": error])
-            case (nil, true): log(level, message, ["error": error, "not_shown": String(notShown)])
-            case (nil, false): log(level, message, ["error": error])
+            var fields: [LogField] = []
+            // A line held back goes out up to an interval later, stamped with that moment: it says when it happened,
+            // so that a timeline read from the log puts it where it belongs.
+            if clock().timeIntervalSince(happened) >= 0.1 {
+                fields.append(LogField("happened_at", LogTimestamp.format(happened)))
             }
+            if let peer { fields.append(LogField("peer", peer)) }
+            fields.append(LogField("error", error))
+            if notShown > 0 { fields.append(LogField("not_shown", String(notShown))) }
+            log(level, message, fields: fields)
         }
     }
 }

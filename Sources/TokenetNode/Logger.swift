@@ -11,7 +11,7 @@ public struct Logger: Sendable {
     public var format: LogFormat
     public var traceID: String?
     private let sink: any LogSink
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
 
     public init(
         node: String, level: LogLevel = .info, format: LogFormat = .text, traceID: String? = nil,
@@ -43,6 +43,15 @@ public struct Logger: Sendable {
             traceID: traceID ?? FlowTrace.active,
             fields: fields.map { LogField($0.key, $0.value) }
         )
+        sink.write(line: record.rendered(as: format))
+    }
+
+    /// `log(_:_:_:)` with fields made as the line is written.
+    func log(_ level: LogLevel, _ message: String, fields: [LogField]) {
+        guard isEnabled(level) else { return }
+        let record = LogRecord(
+            timestamp: clock(), level: level, node: node, message: message, traceID: traceID ?? FlowTrace.active,
+            fields: fields)
         sink.write(line: record.rendered(as: format))
     }
 
