@@ -13,13 +13,8 @@ import TokenetWire
     @Test(.timeLimit(.minutes(3))) func aPeerThatCannotBeReachedIsLoggedOnceWhateverTheChannels() async throws {
         let loop = try EventLoop(name: "test-node-link-log")
         defer { loop.shutdown() }
-        let port = try FreePorts.run(of: 1)
-        var options = NodeOptions()
-        options.plaintext = true
-        options.peers = [.tsp: HostPort(host: "127.0.0.1", port: UInt16(port))]
         let logs = MemoryLogSink()
-        let context = NodeContext(
-            options: options, logger: Logger(node: "issuer-node", sink: logs), dataDirectory: "", eventLoop: loop)
+        let context = try Self.contextOfATSPNobodyServes(node: "issuer-node", logs: logs, loop: loop)
         let calls = try context.channel(to: .tsp)
         let subscription = try context.channel(to: .tsp)
         for channel in [calls, subscription] {
@@ -43,15 +38,10 @@ import TokenetWire
     @Test(.timeLimit(.minutes(3))) func aPeerThatNeverComesUpIsWarnedOfOnceTheStartIsOver() async throws {
         let loop = try EventLoop(name: "test-node-never-up")
         defer { loop.shutdown() }
-        let port = try FreePorts.run(of: 1)
-        var options = NodeOptions()
-        options.plaintext = true
-        options.peers = [.tsp: HostPort(host: "127.0.0.1", port: UInt16(port))]
         let logs = MemoryLogSink()
         let outgoing = NodeOutgoing(startupGrace: .seconds(5))
-        let context = NodeContext(
-            options: options, logger: Logger(node: "wallet-node", sink: logs), dataDirectory: "", eventLoop: loop,
-            outgoing: outgoing)
+        let context = try Self.contextOfATSPNobodyServes(
+            node: "wallet-node", logs: logs, loop: loop, outgoing: outgoing)
         let channel = try context.channel(to: .tsp)
         await #expect(throws: RPCError.self) {
             _ = try await channel.unary(
@@ -75,6 +65,19 @@ import TokenetWire
             #expect(early.count == 1 && early[0].contains(" info "), "\(logs.lines)")
             #expect(warned.first?.contains("(not reached since the node started)") == true, "\(logs.lines)")
         }
+    }
+
+    /// A plaintext node's context whose --tsp is a free port nobody listens on.
+    static func contextOfATSPNobodyServes(
+        node: String, logs: MemoryLogSink, loop: EventLoop, outgoing: NodeOutgoing = NodeOutgoing()
+    ) throws -> NodeContext {
+        let port = try FreePorts.run(of: 1)
+        var options = NodeOptions()
+        options.plaintext = true
+        options.peers = [.tsp: HostPort(host: "127.0.0.1", port: UInt16(port))]
+        return NodeContext(
+            options: options, logger: Logger(node: node, sink: logs), dataDirectory: "", eventLoop: loop,
+            outgoing: outgoing)
     }
 
     @Test func linkChangesAreNewsOncePerPeer() {

@@ -17,6 +17,16 @@ import TokenetWire
         // A limit of 256 KiB (8 MiB by default) keeps the flood this test needs short.
         let harness = try await Harness(
             name: "rpc-unreading-peer", settings: ConnectionSettings(unreadOutboundLimit: 256 * 1024))
+        let problem = try await Self.floodWithPings(harness)
+        #expect(
+            problem?.contains("the peer keeps sending but reads nothing") == true,
+            "\(String(describing: problem))")
+        await harness.stop()
+    }
+
+    /// Floods `harness`'s server with pings from a peer that reads nothing, and returns the problem its connection
+    /// ended with.
+    static func floodWithPings(_ harness: Harness) async throws -> String? {
         let raw = try await harness.connect()
         let encoder = FrameEncoder()
         var pings: [UInt8] = []
@@ -30,12 +40,9 @@ import TokenetWire
             for _ in 0..<2_000 { try await raw.write(pings) }
         }
         let problem = try await harness.firstProblem()
-        #expect(
-            problem?.contains("the peer keeps sending but reads nothing") == true,
-            "\(String(describing: problem))")
         flood.cancel()
         await raw.close()
-        await harness.stop()
+        return problem
     }
 
     /// A connection ended for a peer that read nothing held a megabyte or more of frames for it: the heap is trimmed,
@@ -44,25 +51,12 @@ import TokenetWire
     @Test func aPingFloodPastAMegabyteTrimsTheHeapWhenItsConnectionEnds() async throws {
         let harness = try await Harness(
             name: "rpc-unreading-trim", settings: ConnectionSettings(unreadOutboundLimit: 2 * 1024 * 1024))
-        let raw = try await harness.connect()
-        let encoder = FrameEncoder()
-        var pings: [UInt8] = []
-        for index in 1...10_000 {
-            let ping = WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: UInt64(index))))
-            try encoder.encode(ping, into: &pings)
-        }
         let trimsAsked = Heap.trimsAsked.load(ordering: .relaxed)
-        let flood = Task { [pings] in
-            try await raw.write(try Self.hello())
-            for _ in 0..<2_000 { try await raw.write(pings) }
-        }
-        let problem = try await harness.firstProblem()
+        let problem = try await Self.floodWithPings(harness)
         #expect(
             problem?.contains("the peer keeps sending but reads nothing") == true,
             "\(String(describing: problem))")
         #expect(Heap.trimsAsked.load(ordering: .relaxed) > trimsAsked)
-        flood.cancel()
-        await raw.close()
         await harness.stop()
     }
 

@@ -60,54 +60,43 @@ extension NotificationSubscriberTests {
     /// A TSP started with the node may still be starting: a Subscribe that fails while the node starts is said at
     /// info level, and the first failure after the start is the warning; later ones are not repeated.
     @Test(.timeLimit(.minutes(5))) func aTSPNotUpWhileTheNodeStartsIsSaidAtInfoAndWarnedAfterTheStart() async throws {
-        let harness = try BrokerHarness.make()
-        let subscribes = Atomic<Int>(0)
-        let caller = InterceptingCaller(
-            base: Self.caller(harness),
-            beforeStream: { _ in
-                if subscribes.add(1, ordering: .relaxed).newValue <= 4 {
-                    throw RPCError(.unavailable, "cannot connect to the TSP (test)")
-                }
-            })
-        let log = MemoryLogSink()
-        var options = NotificationSubscriber.Options(
-            backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0))
-        // The first two attempts come while the node starts.
-        options.isStarting = { subscribes.load(ordering: .relaxed) < 2 }
-        let subscriber = NotificationSubscriber(
-            tsp: caller, handler: CountingHandler(),
-            processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
-            logger: Logger(node: "wallet-node", sink: log), options: options)
-        let running = Task { await subscriber.run() }
-        try #require(await Self.eventually { harness.broker.figures(of: "wallet/wallet-1").connected })
-        running.cancel()
-        await running.value
-        let early = log.lines.filter { $0.contains("cannot be subscribed to yet (it may still be starting)") }
-        let warnings = log.lines.filter {
-            $0.contains("notification stream to the TSP failed") && $0.contains(" warning ")
-        }
-        #expect(early.count == 1 && early[0].contains(" info "), "\(log.lines)")
-        #expect(warnings.count == 1, "\(log.lines)")
+        // Four Subscribe calls refused as by an unreachable TSP, the first while the node starts.
+        let lines = try await Self.linesOfASubscriber(
+            refusing: 4, with: RPCError(.unavailable, "cannot connect to the TSP (test)"), isStarting: { $0 < 2 })
+        let early = lines.filter { $0.contains("cannot be subscribed to yet (it may still be starting)") }
+        let warnings = lines.filter { $0.contains("notification stream to the TSP failed") && $0.contains(" warning ") }
+        #expect(early.count == 1 && early[0].contains(" info "), "\(lines)")
+        #expect(warnings.count == 1, "\(lines)")
     }
 
     /// A TSP that refuses this node (another PKI) is no TSP still starting: a warning at once, even while the node
     /// starts.
     @Test(.timeLimit(.minutes(5))) func aRefusalWhileTheNodeStartsIsAWarningAtOnce() async throws {
+        let refusal = RPCError(
+            .unavailable, "cannot connect to the TSP (test): unknown CA",
+            cause: NotConnected(reason: "unknown CA", refused: true))
+        let lines = try await Self.linesOfASubscriber(refusing: 1, with: refusal, isStarting: { _ in true })
+        #expect(!lines.contains { $0.contains("may still be starting") }, "\(lines)")
+        let warnings = lines.filter { $0.contains("notification stream to the TSP failed") && $0.contains(" warning ") }
+        #expect(warnings.count == 1, "\(lines)")
+    }
+
+    /// The log of a subscriber whose first `refused` Subscribe calls fail with `error`, run until it is subscribed;
+    /// `isStarting` is told how many Subscribe calls were made so far.
+    static func linesOfASubscriber(
+        refusing refused: Int, with error: RPCError, isStarting: @escaping @Sendable (Int) -> Bool
+    ) async throws -> [String] {
         let harness = try BrokerHarness.make()
         let subscribes = Atomic<Int>(0)
         let caller = InterceptingCaller(
             base: Self.caller(harness),
             beforeStream: { _ in
-                if subscribes.add(1, ordering: .relaxed).newValue <= 1 {
-                    throw RPCError(
-                        .unavailable, "cannot connect to the TSP (test): unknown CA",
-                        cause: NotConnected(reason: "unknown CA", refused: true))
-                }
+                if subscribes.add(1, ordering: .relaxed).newValue <= refused { throw error }
             })
         let log = MemoryLogSink()
         var options = NotificationSubscriber.Options(
             backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0))
-        options.isStarting = { true }
+        options.isStarting = { isStarting(subscribes.load(ordering: .relaxed)) }
         let subscriber = NotificationSubscriber(
             tsp: caller, handler: CountingHandler(),
             processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
@@ -116,10 +105,6 @@ extension NotificationSubscriberTests {
         try #require(await Self.eventually { harness.broker.figures(of: "wallet/wallet-1").connected })
         running.cancel()
         await running.value
-        #expect(!log.lines.contains { $0.contains("may still be starting") }, "\(log.lines)")
-        let warnings = log.lines.filter {
-            $0.contains("notification stream to the TSP failed") && $0.contains(" warning ")
-        }
-        #expect(warnings.count == 1, "\(log.lines)")
+        return log.lines
     }
 }
