@@ -80,7 +80,7 @@ public final class NodeOutgoing: Sendable {
     public func news(
         _ change: RPCChannel.LinkChange, peer: String, now: ContinuousClock.Instant = .now
     ) -> LinkNews {
-        let starting = now - startedAt < startupGrace
+        let starting = isStarting(at: now)
         return state.withLock { state in
             switch change {
             case .unreachable(let reason, let kind):
@@ -108,7 +108,9 @@ public final class NodeOutgoing: Sendable {
     }
 
     /// Whether the node is within `startupGrace` of its start, when a peer it cannot reach may still be starting.
-    public var isStarting: Bool { ContinuousClock.now - startedAt < startupGrace }
+    public var isStarting: Bool { isStarting(at: .now) }
+
+    private func isStarting(at now: ContinuousClock.Instant) -> Bool { now - startedAt < startupGrace }
 
     /// The reason a peer said only as "not reachable yet" still stands for, once the start is over: the channel
     /// reports a failure again only when its kind changes, so a peer that never came up would never be warned of.
@@ -124,11 +126,6 @@ public final class NodeOutgoing: Sendable {
 
     /// When the start is over (`startupGrace` after the node's creation).
     public var startEndsAt: ContinuousClock.Instant { startedAt + startupGrace }
-
-    /// Whether `news(_:peer:)` has something to say.
-    public func isNews(_ change: RPCChannel.LinkChange, peer: String) -> Bool {
-        news(change, peer: peer) != .none
-    }
 
     /// Closes `channel` when the node stops.
     public func track(_ channel: RPCChannel) {
