@@ -108,12 +108,27 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> Response {
-        let call = try request.withPackable { packable in
-            try open(method.path, options, onlyRequest: .packable(packable), callerFlushes: true)
-        }
+        let call = try await openUnary(method.path, request, options)
         await connection.flushNow()
         return try await withCancellation(call.id) {
             try await self.singleResponse(Response.self, call)
+        }
+    }
+
+    /// Opens a unary call once the connection has room for it: past `RPCConnection.outboundHighWater` bytes
+    /// waiting for the peer, the caller waits (within its deadline) instead of adding its request to them.
+    nonisolated(nonsending) private func openUnary<Request: ProtoMessage>(
+        _ path: String, _ request: Request, _ options: CallOptions
+    ) async throws -> OpenCall {
+        var options = options
+        while true {
+            do {
+                return try request.withPackable { packable in
+                    try open(path, options, onlyRequest: .packable(packable), callerFlushes: true, unlessFull: true)
+                }
+            } catch let error as RPCError where error.cause is RPCConnection.NoRoomToOpen {
+                options.timeout = try await connection.waitForRoomToOpen(path, timeout: options.timeout)
+            }
         }
     }
 
@@ -189,7 +204,8 @@ public final class RPCClient: Sendable {
         _ path: String,
         _ options: CallOptions,
         onlyRequest: RPCConnection.OutgoingMessage? = nil,
-        callerFlushes: Bool = false
+        callerFlushes: Bool = false,
+        unlessFull: Bool = false
     ) throws -> OpenCall {
         // A caller that has given up already gets nothing sent for it: the server would start a handler only to
         // cancel it.
@@ -219,7 +235,7 @@ public final class RPCClient: Sendable {
         }
         let (id, responses) = try connection.openCall(
             method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest, callerFlushes: callerFlushes,
-            onTrailers: options.onTrailers)
+            unlessFull: unlessFull, onTrailers: options.onTrailers)
         return OpenCall(id: id, responses: responses)
     }
 

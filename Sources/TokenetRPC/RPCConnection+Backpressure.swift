@@ -48,20 +48,25 @@ extension RPCConnection {
     /// here for a client that grants nothing would otherwise never see it; its DEADLINE_EXCEEDED status, and the
     /// end of the call, would wait for the client.
     func waitForSendCapacity(_ id: UInt32) async {
+        await waitForCapacity(of: id)
+    }
+
+    /// `waitForSendCapacity` for a call not yet opened (`id` nil): returns once the outbound buffer is below its
+    /// high-water mark, or once the connection is over, or the waiting task is cancelled.
+    private func waitForCapacity(of id: UInt32?) async {
+        func mustWait(_ core: Core) -> Bool {
+            guard !core.closing else { return false }
+            guard let id else { return core.outbound.count > Self.outboundHighWater }
+            return core.machine.streams.contains(id)
+                && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
+        }
         while !Task.isCancelled {
-            let mustWait = core.withLock { core in
-                !core.closing && core.machine.streams.contains(id)
-                    && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
-            }
-            guard mustWait else { return }
+            guard core.withLock({ mustWait($0) }) else { return }
             await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     core.withLock { core in
                         // Checked under the lock: a cancellation after this finds the waiter and wakes it.
-                        let stillFull =
-                            !Task.isCancelled && !core.closing && core.machine.streams.contains(id)
-                            && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
-                        if stillFull {
+                        if !Task.isCancelled && mustWait(core) {
                             core.capacityWaiters.append(continuation)
                         } else {
                             continuation.resume()
@@ -72,6 +77,54 @@ extension RPCConnection {
                 wakeCapacityWaitersWhenCancelled()
             }
         }
+    }
+
+    /// Why a unary call was not opened (`openCall(unlessFull:)`): more than `outboundHighWater` bytes wait for the
+    /// peer. Its caller waits for room (`waitForRoomToOpen`) and tries again, so a peer that stops reading holds
+    /// callers, each until its deadline, instead of the bytes of every call made meanwhile.
+    struct NoRoomToOpen: Error, CustomStringConvertible {
+        static let reason = "the connection's outbound buffer is full"
+        var description: String { Self.reason }
+    }
+
+    /// Waits until a call can be opened without growing the outbound buffer past its high-water mark, and returns
+    /// what is left of `timeout`. Throws DEADLINE_EXCEEDED when `timeout`, or the deadline of the call being
+    /// served, passes first, and CANCELLED when the calling task is cancelled.
+    nonisolated(nonsending) func waitForRoomToOpen(_ path: String, timeout: Duration?) async throws(RPCError)
+        -> Duration?
+    {
+        let started = ContinuousClock.now
+        var deadline = timeout.map { started + $0 }
+        if let served = ServerContext.current?.deadline { deadline = min(deadline ?? served, served) }
+        let roomMade = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await self.waitForCapacity(of: nil)
+                return true
+            }
+            if let deadline {
+                group.addTask {
+                    try? await Task.sleep(until: deadline)
+                    return false
+                }
+            }
+            let first = await group.next() ?? true
+            group.cancelAll()
+            return first
+        }
+        if Task.isCancelled {
+            throw RPCError(
+                .cancelled, "the calling task was cancelled while \(path) waited to be sent",
+                cause: NotConnected(reason: "cancelled before the call started"))
+        }
+        guard roomMade else {
+            let waited = DurationText.describe(ContinuousClock.now - started)
+            throw RPCError(
+                .deadlineExceeded,
+                "the deadline passed before \(path) could be sent: the peer has not read what this side sent"
+                    + " (more than \(Self.outboundHighWater / 1024) KiB wait for it; the call waited \(waited) for room)",
+                cause: NotConnected(reason: "the deadline passed before the call started"))
+        }
+        return timeout.map { $0 - (ContinuousClock.now - started) }
     }
 
     /// `wakeCapacityWaiters` for a task cancellation handler, which never waits for `core` (see

@@ -84,7 +84,13 @@ extension RPCConnection {
             return bytes
         }
         guard let batch else { return }
-        // Not under the lock: a failing write reports to `received` synchronously, which takes it.
+        writeOnLoop(batch)
+    }
+
+    /// Hands `batch`, taken with `writing` set, to the stream; its completion clears `writing` and hands over to
+    /// whoever writes next. Runs on the loop, not under the lock: a failing write reports to `received`
+    /// synchronously, which takes it.
+    func writeOnLoop(_ batch: [UInt8]) {
         stream.writeOnLoop(batch) { [self] result in
             switch result {
             case .success:

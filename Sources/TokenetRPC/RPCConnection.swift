@@ -436,6 +436,11 @@ final class RPCConnection: Sendable {
 
     /// Writes what the caller just encoded, from the caller's own task, when no other write is in progress: the
     /// frames of a unary call leave without waking the writer task, one thread hop less each way.
+    ///
+    /// Off the loop the batch is handed to the loop's write and not waited for. A caller that waited for the socket
+    /// to take it was held, past its deadline, for as long as a peer that stopped reading read nothing; the batch
+    /// holds `writing` until it is taken, so later frames still queue behind it, and senders wait for room
+    /// (`waitForSendCapacity`, `waitForRoomToOpen`) instead of growing `outbound`.
     nonisolated(nonsending) func flushNow() async {
         if let loop, loop.inEventLoop {
             flushOnLoop(loop)
@@ -457,7 +462,9 @@ final class RPCConnection: Sendable {
             wakeCapacityWaiters(&core)
             return bytes
         }
-        if let batch { _ = await write(batch, fromCaller: true) }
+        guard let batch else { return }
+        if let loop, loop.execute({ [self] in writeOnLoop(batch) }) { return }
+        _ = await write(batch, fromCaller: true)
     }
 
     /// Everything encoded since the last write, or nil once the connection is closing and all is written.
@@ -704,6 +711,7 @@ final class RPCConnection: Sendable {
         timeout: Duration?,
         onlyRequest: OutgoingMessage? = nil,
         callerFlushes: Bool = false,
+        unlessFull: Bool = false,
         onTrailers: (@Sendable (Metadata) -> Void)? = nil
     ) throws(RPCError) -> (UInt32, MessageQueue) {
         let responses = MessageQueue()
@@ -723,6 +731,9 @@ final class RPCConnection: Sendable {
                     RPCError(
                         .unavailable, "\(RPCError.closedBeforeSent)\(why)",
                         cause: NotConnected(reason: RPCError.closedBeforeSent, connectionWasClosing: true)))
+            }
+            if unlessFull, core.outbound.count > Self.outboundHighWater {
+                return .failure(RPCError(.resourceExhausted, NoRoomToOpen.reason, cause: NoRoomToOpen()))
             }
             do {
                 let (id, actions) = try core.machine.openCall(start)

@@ -1,0 +1,83 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// A peer that stops reading holds the bytes written to it, never the callers that wrote them: a caller whose frames
+/// wait for the socket still ends at its deadline.
+@Suite(.timeLimit(.minutes(3))) struct StalledPeerWriteTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    /// The server's loop is held, so it reads nothing, and a caller off the client's loop sends 16 requests of 900 KB
+    /// one after the other (some 14 MB, more than the sockets and the connection buffer hold). Each caller writes
+    /// its own frames (`RPCConnection.flushNow`): the first whose write the socket could not take waited for it past
+    /// its deadline, for as long as the peer read nothing, and had the callers after it not waited for room, each
+    /// would have added its request to what waits. Each must be told DEADLINE_EXCEEDED while the server still reads
+    /// nothing, and the bytes waiting stay near the connection's high-water mark.
+    @Test func callersOfAPeerThatReadsNothingEndAtTheirDeadlines() async throws {
+        let serverLoop = try EventLoop(name: "rpc-stalled-server")
+        let clientLoop = try EventLoop(name: "rpc-stalled-client")
+        let listener = try await PlainListener.bind(on: serverLoop)
+        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let serving = Task { await server.serve(listener: listener) }
+        let client = RPCClient(
+            stream: try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: clientLoop))
+        #expect(try await client.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+
+        // Holds the server's loop until released, or for 60 s at most so that a failing run still ends.
+        let release = DispatchSemaphore(value: 0)
+        let held = DispatchSemaphore(value: 0)
+        let released = Released()
+        _ = serverLoop.execute {
+            held.signal()
+            _ = release.wait(timeout: .now() + 60)
+            released.flag.store(true, ordering: .relaxed)
+        }
+        held.wait()
+
+        let request = Scalars(fBytes: Data(repeating: 7, count: 900_000))
+        var outcomes: [String] = []
+        var lastMessage = ""
+        for _ in 0..<16 {
+            do {
+                _ = try await client.unary(Echo.unary, request, options: CallOptions(timeout: .milliseconds(500)))
+                outcomes.append("answered")
+            } catch let error as RPCError {
+                outcomes.append(released.flag.load(ordering: .relaxed) ? "ended after the release" : "\(error.code)")
+                lastMessage = error.message
+            }
+        }
+        // The later callers waited for room instead of adding their requests to what waits for the peer.
+        let waiting = client.connection.core.withLock { $0.outbound.count }
+        #expect(waiting <= RPCConnection.outboundHighWater + request.fBytes.count + 4096, "\(waiting) bytes wait")
+        #expect(
+            lastMessage.contains("could be sent: the peer has not read what this side sent"), "\(lastMessage)")
+        // A caller without a deadline waits for room until its task is cancelled, and is told so.
+        let waiter = Task { try await client.unary(Echo.unary, Scalars(fInt32: 1)) }
+        try await Task.sleep(for: .milliseconds(200))
+        waiter.cancel()
+        var cancelled = "answered"
+        do { _ = try await waiter.value } catch let error as RPCError {
+            cancelled = released.flag.load(ordering: .relaxed) ? "ended after the release" : "\(error.code)"
+        }
+        #expect(cancelled == "\(StatusCode.cancelled)")
+        release.signal()
+        #expect(outcomes == Array(repeating: "\(StatusCode.deadlineExceeded)", count: 16))
+
+        await client.close()
+        server.shutdown()
+        await listener.close()
+        serving.cancel()
+        serverLoop.shutdown()
+        clientLoop.shutdown()
+    }
+
+    final class Released: Sendable {
+        let flag = Atomic(false)
+    }
+}
