@@ -24,6 +24,10 @@ public enum NodeMain {
         // SIGQUIT quits at once, without draining, as it does other programs: the Swift runtime's crash reporter
         // took it, logged a backtrace headed "Program crashed", and let the node run on.
         signal(SIGQUIT, SIG_DFL)
+        // Left at their default, SIGUSR1 and SIGUSR2 ended the node at once, with no log line and its ready file
+        // left behind: a signal a tool sends to ask for something (a log reopen, a dump) must not kill it.
+        signal(SIGUSR1, SIG_IGN)
+        signal(SIGUSR2, SIG_IGN)
         let options: NodeOptions
         do {
             switch try NodeCommandLine.parse(arguments, spec: spec) {

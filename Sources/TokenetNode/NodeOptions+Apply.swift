@@ -157,7 +157,10 @@ extension NodeOptions {
             addressHandshakes = limit == 0 ? nil : limit
             addressHandshakesGiven = true
         case .parentPID:
-            guard let pid = Int(text), pid > 1, pid <= Int(Int32.max) else { throw bad("a process id above 1", text) }
+            // Process 1 too: `tokenet up` as a container's entrypoint is process 1, and passes its own pid.
+            guard let pid = Int(text), pid >= 1, pid <= Int(Int32.max) else {
+                throw bad("a process id (1 or above)", text)
+            }
             parentPID = pid
         case .config, .help, .version, .plaintext:
             // Handled by the command-line scanner; never reaches here as a string setting.

@@ -30,7 +30,7 @@ extension NodeSpec {
             "still stopping, such as a database transaction cancelled mid-way); if anything holds",
             "the stop up (a log pipe nobody reads), it exits with status 1 ten seconds after the drain timeout.",
             "SIGHUP (the terminal closed) stops it the same way, unless it was started with SIGHUP ignored (nohup).",
-            "SIGQUIT quits it at once, without draining.",
+            "SIGQUIT quits it at once, without draining; SIGUSR1 and SIGUSR2 are ignored.",
             "Bad options exit with status 2.",
         ]
         return lines.joined(separator: "\n")

@@ -24,10 +24,13 @@ final class DemoInterruption: Sendable {
 
     deinit { watcher.cancel() }
 
+    /// How the error `check` throws begins: callers that stop quietly on an interruption look for it.
+    static let messagePrefix = "interrupted by"
+
     /// Throws once a stop signal has arrived.
     func check() throws(CLIError) {
         if let number = received.number.withLock({ $0 }) {
-            throw CLIError(.node, "interrupted by \(StopSignalWatcher.name(of: number))")
+            throw CLIError(.node, "\(Self.messagePrefix) \(StopSignalWatcher.name(of: number))")
         }
     }
 }

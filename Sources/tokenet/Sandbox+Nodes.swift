@@ -46,6 +46,14 @@ extension Sandbox {
         try process.launch()
         do {
             return (process, try waitUntilReady(process, readyFile: readyFile.path, spec: spec))
+        } catch  where error.message.hasPrefix(DemoInterruption.messagePrefix) {
+            // Stopped as a running node is (SIGTERM, killed only past the timeout): a node keeps a stop signal that
+            // comes while it starts until it can act on it, and it may be migrating its database. Killed here, it
+            // was cut short mid-start with nothing said, and the command still exited 0.
+            guard stop([process]) else {
+                throw CLIError(.node, "\(spec.name) did not stop cleanly when it was \(error.message) while starting")
+            }
+            throw error
         } catch {
             process.send(SIGKILL)
             _ = process.waitForExit(seconds: 5)

@@ -118,7 +118,7 @@ extension UpCommand {
                         printOut("error: line \(maskPAN(error.message))")
                     } catch let error as ScenarioRunner.Failure {
                         printOut("error: line \(error.line): \(error.reason)")
-                    } catch let error as CLIError where error.message.hasPrefix("interrupted by") {
+                    } catch let error as CLIError where error.message.hasPrefix(DemoInterruption.messagePrefix) {
                         throw error
                     } catch {
                         printOut("error: line \(number): \(error)")

@@ -148,7 +148,7 @@ struct UpCommand {
             failure = error
         }
         let clean = nodes.stopAll()
-        if let failure, !failure.message.hasPrefix("interrupted by") {
+        if let failure, !failure.message.hasPrefix(DemoInterruption.messagePrefix) {
             printError("tokenet up: \(failure)")
             return 1
         }

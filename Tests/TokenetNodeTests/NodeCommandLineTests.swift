@@ -109,11 +109,15 @@ import Testing
         #expect(parsed.plaintext == false)
     }
 
-    @Test func aParentPIDIsAProcessAboveOne() throws {
-        for bad in ["0", "1", "-5", "abc", "2147483648", "1.5"] {
+    /// Process 1 is a valid parent: `tokenet up` as a container's entrypoint runs as process 1 and passes its own.
+    @Test func aParentPIDIsAPositiveProcessID() throws {
+        for bad in ["0", "-5", "abc", "2147483648", "1.5"] {
             let refused = error(tls + ["--parent-pid", bad])
-            #expect(refused?.message.contains("a process id above 1") == true, "\(bad): \(String(describing: refused))")
+            #expect(
+                refused?.message.contains("a process id (1 or above)") == true, "\(bad): \(String(describing: refused))"
+            )
         }
+        #expect(try options(tls + ["--parent-pid", "1"]).parentPID == 1)
     }
 
     /// A drain timeout of zero ends every call at once; a negative one is refused with the flag's name.

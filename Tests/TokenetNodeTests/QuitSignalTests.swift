@@ -33,4 +33,20 @@ import TokenetTransport
             #expect(!result.stderr.contains("Program crashed"), "\(name): \(result.stderr)")
         }
     }
+
+    /// SIGUSR1 and SIGUSR2 leave a node running (by default they ended it at once, with its ready file left behind).
+    @Test(.timeLimit(.minutes(3))) func sigusr1AndSigusr2AreIgnored() async throws {
+        let scratch = try TemporaryDirectory()
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
+        defer { node.process.send(SIGKILL) }
+        node.process.send(SIGUSR1)
+        node.process.send(SIGUSR2)
+        let health = try await LaunchedProcess(
+            "tokenet", ["call", "\(address)", "tokenet.health.v1.Health/Check", "--plaintext", "-d", "{}"]
+        ).waitForExit(limit: 60)
+        #expect(health.status == 0 && health.stdout.contains("SERVING"), "\(health.stderr)")
+        node.process.send(SIGTERM)
+        let result = try await node.waitForExit(limit: 60)
+        #expect(result.reason == .exit && result.status == 0, "\(result.reason) \(result.status): \(result.stderr)")
+    }
 }

@@ -330,6 +330,28 @@ import TokenetTransport
     /// picks its own (`FreePorts`): the three nodes' and the five fault proxies'.
     static func basePort() throws -> Int { try FreePorts.run(of: 8) }
 
+    /// A stop signal that comes while the first node starts stops that node as the running ones are stopped
+    /// (SIGTERM, which the node keeps until it can act on it), and says so. The node was killed with SIGKILL — mid
+    /// database migration, for all up knew — with nothing printed, and up exited 0.
+    @Test(.timeLimit(.minutes(3))) func aStopSignalWhileTheFirstNodeStartsStopsItCleanly() async throws {
+        let scratch = try TemporaryDirectory()
+        let up = try LaunchedProcess(
+            "tokenet", ["up", "--dir", scratch.path("sandbox"), "--base-port", "\(try Self.basePort())"])
+        defer { up.process.send(SIGKILL) }
+        // The node's directory is made right before it is launched; signalled then, up waits for its ready file.
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: scratch.path("sandbox/tsp-node")) {
+            try #require(Date() < deadline && up.process.isRunning, "tokenet up never started its TSP")
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        up.process.send(SIGTERM)
+        let result = try await up.waitForExit(limit: 120)
+        #expect(result.reason == .exit && result.status == 0, "\(result.status): \(result.stderr)")
+        #expect(result.stdout.contains("Stopping nodes (SIGTERM)"), "\(result.stdout)")
+        #expect(result.stdout.contains(#/tsp-node pid=\d+ exited with status 0/#), "\(result.stdout)")
+        #expect(!result.stdout.contains("killed"), "\(result.stdout)")
+    }
+
     @Test(arguments: [
         (["--host", "tsp.example"], "up: --host: expected an IP address such as 127.0.0.1, 0.0.0.0 (every interface)"),
         (["--host", "[::1"], "up: --host: expected an IP address such as 127.0.0.1"),
