@@ -66,6 +66,10 @@ public final class NotificationSubscriber: Sendable {
     /// them first. The broker may have removed them already (the answer was lost, not the request); acknowledging
     /// an unknown id is harmless, and it lets the journal forget them.
     private let unconfirmed = Mutex<[String]>([])
+    /// Acknowledgements that failed in a row, across the workers: the wait before the next attempt grows with it,
+    /// and only the first of a run is a warning. A TSP whose disk was full drew one line, and one retry, every
+    /// initial backoff from each worker for as long as the disk stayed full.
+    private let acknowledgementFailures = Mutex(0)
     /// Whether the failures since the stream was last open were said at warning level: those while the node starts
     /// are said at info, and the first failure after the start is then the warning.
     private let warnedOfFailure = Atomic<Bool>(false)
@@ -271,6 +275,13 @@ public final class NotificationSubscriber: Sendable {
                 }
                 processed.forget(ids)
                 options.onAcknowledged?(ids)
+                let failedBefore = acknowledgementFailures.withLock { failures in
+                    defer { failures = 0 }
+                    return failures
+                }
+                if failedBefore > 1 {
+                    logger.info("acknowledging notifications works again", ["failed_attempts": "\(failedBefore)"])
+                }
             } catch {
                 if Task.isCancelled {
                     // The node is stopping: the next start acknowledges them (the broker sends them again, and the
@@ -280,10 +291,20 @@ public final class NotificationSubscriber: Sendable {
                 // Unacknowledged, the broker sends them again and the journal makes sure they are not handled twice;
                 // acknowledged but unconfirmed, only another acknowledgement lets the journal forget them. Either
                 // way they are acknowledged again: after a pause on this stream, or first thing on the next one.
-                logger.warning(
-                    "acknowledging notifications failed; trying again",
-                    ["count": "\(ids.count)", "error": "\(error)"])
-                try? await sleep(options.backoff.delay(beforeAttempt: 1))
+                let failures = acknowledgementFailures.withLock { failures in
+                    failures += 1
+                    return failures
+                }
+                if failures == 1 {
+                    logger.warning(
+                        "acknowledging notifications failed; trying again with growing waits",
+                        ["count": "\(ids.count)", "error": "\(error)"])
+                } else {
+                    logger.debug(
+                        "acknowledging notifications failed again",
+                        ["count": "\(ids.count)", "attempt": "\(failures)", "error": "\(error)"])
+                }
+                try? await sleep(options.backoff.delay(beforeAttempt: failures))
                 if !queue.retry(batch) { unconfirmed.withLock { $0.append(contentsOf: ids) } }
             }
         }

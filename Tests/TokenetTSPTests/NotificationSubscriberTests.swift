@@ -404,6 +404,37 @@ import TokenetWire
         #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 6)
     }
 
+    /// Acknowledgements that keep failing (a TSP whose disk is full) are tried again after growing waits, with one
+    /// warning for the run of failures: the waits stayed at the initial backoff, each with a warning line.
+    @Test func acknowledgementsThatKeepFailingAreRetriedWithGrowingWaitsAndOneWarning() async throws {
+        let harness = try BrokerHarness.make()
+        try await harness.publish(3)
+        let waits = Mutex<[Duration]>([])
+        let logs = MemoryLogSink()
+        let subscriber = NotificationSubscriber(
+            tsp: Self.losingAcknowledgements(Self.caller(harness)), handler: CountingHandler(),
+            processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
+            logger: Logger(node: "wallet-node", sink: logs),
+            options: .init(
+                backoff: RPCChannel.Backoff(
+                    initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0)),
+            sleep: { delay in
+                let count = waits.withLock { waits in
+                    waits.append(delay)
+                    return waits.count
+                }
+                // The fifth wait lasts until the test ends the subscriber.
+                if count >= 5 { try await Task.sleep(for: .seconds(3600)) }
+            })
+        let running = Task { await subscriber.run() }
+        #expect(await Self.eventually { waits.withLock { $0.count } >= 5 })
+        running.cancel()
+        await running.value
+        #expect(waits.withLock { Array($0.prefix(5)) } == [1, 2, 4, 8, 16].map { Duration.milliseconds($0) })
+        let warnings = logs.lines.filter { $0.contains("acknowledging notifications failed") && $0.contains("warning") }
+        #expect(warnings.count == 1, "\(logs.lines)")
+    }
+
     /// An acknowledgement whose answer was lost is sent again on the same stream, so the journal forgets the ids
     /// instead of keeping them forever.
     @Test func anAcknowledgementWhoseAnswerWasLostIsSentAgain() async throws {
