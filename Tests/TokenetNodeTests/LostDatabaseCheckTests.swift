@@ -4,8 +4,8 @@ import TokenetTestSupport
 
 @testable import TokenetNode
 
-/// A database truncated to 0 bytes in a data directory an earlier start used made the node start as a new, empty
-/// one without a word.
+/// A database truncated to 0 bytes, or deleted, in a data directory an earlier start used made the node start as a
+/// new, empty one without a word.
 @Suite struct LostDatabaseCheckTests {
     @Test func anEmptyDatabaseBesideAnEarlierStartsFileIsWarnedOf() throws {
         let directory = try TemporaryDirectory()
@@ -26,6 +26,10 @@ import TokenetTestSupport
         try FileManager.default.removeItem(atPath: dir + "/tsp.sqlite-wal")
         _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite", contents: Data(repeating: 0, count: 4096))
         #expect(warning() == nil)
+        // A database deleted since (or moved away) is lost just the same.
+        try FileManager.default.removeItem(atPath: dir + "/tsp.sqlite")
+        let missing = try #require(warning())
+        #expect(missing.hasPrefix("\(dir)/tsp.sqlite is missing, though m.key (from "), "\(missing)")
     }
 
     /// The node says it at start, and starts.
