@@ -33,6 +33,15 @@ final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// Whether the main database file was deleted, or renamed away, since it was opened (SQLite compares the file it
+    /// holds open with what its path names now). A change then goes into a file nothing will open again: in WAL mode
+    /// SQLite commits it all the same, and the node acknowledged writes that its next start would not find.
+    var fileHasMoved: Bool {
+        var moved: Int32 = 0
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK else { return false }
+        return moved != 0
+    }
+
     /// False while a `Transaction` body runs: the transaction begins and ends with the body, so statements that
     /// would begin or end it (`BEGIN`, `COMMIT`, `ROLLBACK`) are refused before they run.
     var allowsTransactionControl = true

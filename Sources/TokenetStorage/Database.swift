@@ -250,6 +250,7 @@ public final class Database: Sendable {
             guard let connection else {
                 throw StorageError(.misuse, "the database \(path ?? ":memory:") is closed")
             }
+            if path != nil, connection.fileHasMoved { throw movedAway() }
             holder.store(Self.currentThread, ordering: .relaxed)
             defer { holder.store(0, ordering: .relaxed) }
             let result = try body(connection)
@@ -260,6 +261,16 @@ public final class Database: Sendable {
             }
             return result
         }
+    }
+
+    /// The error for every change once the database file was deleted or moved away while open (checked before
+    /// each, at the cost of one `stat`): nothing written now would be found by the next start.
+    private func movedAway() -> StorageError {
+        let file = path ?? ":memory:"
+        return StorageError(
+            .io,
+            "the database file \(file) was deleted or moved away while the node ran, and what it writes now would be "
+                + "lost: stop the node, put the file back (or restore it from a backup) and start it again")
     }
 
     private func checkNotReentrant() throws {
