@@ -66,7 +66,7 @@ extension NodeOptions {
                 allowingZero
                 ? "seconds: 0 (\(zero)), or from 0.001 to 86400, such as 30 or 0.5"
                 : "seconds from 0.001 to 86400, such as 20 or 0.5"
-            guard let value = Double(text), value.isFinite, (0...86_400).contains(value) else {
+            guard let value = PlainDecimal.parse(text), (0...86_400).contains(value) else {
                 throw bad(expectation, text)
             }
             let milliseconds = Int((value * 1000).rounded())

@@ -83,10 +83,14 @@ struct InspectOptions: Sendable {
     /// The connection options as the party commands (`wallet`, `issuer`, `issuer-app`, `tsp`) take them: a node
     /// answers their methods only to a client certificate, so over plaintext every one is PERMISSION_DENIED, which
     /// the help says rather than offering --plaintext as it does for list, describe and call.
+    /// Their deadline has a default (`PartySession.defaultDeadline`), which the help gives in place of "none".
     static let partyConnectionHelp = connectionHelp.replacingOccurrences(
         of: "  --plaintext          Connect without TLS, to a node started with --plaintext.\n",
         with: "  --plaintext          Connect without TLS, to a node started with --plaintext, which refuses these\n"
-            + "                       commands (PERMISSION_DENIED): it takes them only from a client certificate.\n")
+            + "                       commands (PERMISSION_DENIED): it takes them only from a client certificate.\n"
+    ).replacingOccurrences(
+        of: "(default:\n                       none).",
+        with: "(default:\n                       \(PartySession.defaultDeadline.components.seconds)s).")
 
     /// The options parsed here that take their value as the next argument (`Subcommand.valuedOptions`).
     static let valuedFlags: Set<String> = [

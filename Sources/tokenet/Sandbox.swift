@@ -11,7 +11,7 @@ struct Sandbox: Sendable {
 
     /// A `--timeout` value of `command` (demo, scenario, up): seconds above 0 and at most an hour.
     static func timeout(_ text: String, command: String) throws(CLIError) -> Double {
-        guard let value = Double(text), value.isFinite, value > 0, value <= 3600 else {
+        guard let value = PlainDecimal.parse(text), value > 0, value <= 3600 else {
             throw CLIError(.usage, "\(command): --timeout: expected seconds above 0 and at most 3600, got '\(text)'")
         }
         return value

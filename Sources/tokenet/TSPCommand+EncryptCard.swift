@@ -20,6 +20,8 @@ extension TSPCommand {
 
     static let encryptCard = PartyAction(name: "encrypt-card", valued: ["--pan", "--exp", "--cvc", "--name"]) {
         flags, command throws(CLIError) in
+        // Options first: a mistyped one (`--pna`) is named, not taken for a missing --pan.
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         guard flags["--pan"] != nil else { throw CLIError(.usage, "\(command): give the card number with --pan") }
         guard let expiry = flags["--exp"] else { throw CLIError(.usage, "\(command): --pan needs --exp MM/YY") }
         let expiryDate: CardExpiry
@@ -34,7 +36,6 @@ extension TSPCommand {
         ] {
             if let problem { throw CLIError(.usage, "\(command): \(problem)") }
         }
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         let typed = try flags.secret("--pan", connectingWith: options) ?? ""
         let cvc = try flags.secret("--cvc", connectingWith: options) ?? ""
         guard let pan = PAN.digits(typed: typed), !pan.isEmpty else {

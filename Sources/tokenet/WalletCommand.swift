@@ -83,8 +83,9 @@ enum WalletCommand {
             "--push-session",
         ]
     ) { flags, command throws(CLIError) in
-        var draft = try addCardRequest(flags, command: command)
+        // Options first: a mistyped one (`--pam`) is named, not taken for a missing card source.
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        var draft = try addCardRequest(flags, command: command)
         // Read last: a card number or CVC given as `-` is typed only for a command line that stands.
         if case .manual(var card)? = draft.source {
             card.pan = try flags.secret("--pan", connectingWith: options) ?? ""

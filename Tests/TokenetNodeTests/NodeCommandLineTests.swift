@@ -120,6 +120,21 @@ import Testing
         #expect(try options(tls + ["--parent-pid", "1"]).parentPID == 1)
     }
 
+    /// Seconds are typed as digits with an optional fraction; Swift's other number spellings were taken too.
+    @Test func secondsAreDigitsWithAnOptionalFraction() throws {
+        #expect(try options(tls + ["--keepalive", "0.5"]).keepaliveMilliseconds == 500)
+        #expect(try options(tls + ["--drain-timeout", "30"]).drainTimeoutMilliseconds == 30_000)
+        for bad in ["0x10", "1e3", "+5", ".5", "5.", "0x1p3", "1_000", " 5", "5 ", "-0", "nan", "inf"] {
+            let refused = error(tls + ["--keepalive", bad])
+            #expect(
+                refused?.message.contains("--keepalive: expected seconds") == true,
+                "\(bad): \(String(describing: refused))")
+        }
+        #expect(PlainDecimal.parse("12.250") == 12.25)
+        #expect(PlainDecimal.parse("") == nil)
+        #expect(PlainDecimal.parse("1.2.3") == nil)
+    }
+
     /// A drain timeout of zero ends every call at once; a negative one is refused with the flag's name.
     @Test func drainTimeoutMayBeZeroButNotNegative() throws {
         #expect(try options(tls + ["--drain-timeout", "0"]).drainTimeoutMilliseconds == 0)

@@ -10,6 +10,10 @@ import TokenetTestSupport
         (["wallet"], "missing action"),
         (["wallet", "remove-card"], "unknown action 'remove-card'"),
         (["wallet", "add-card"] + nowhere, "give the card with --pan"),
+        // A mistyped option is named, not taken for a missing card source.
+        (["wallet", "add-card", "--pam", "4111111111111111", "--exp", "12/29"] + nowhere, "unknown option '--pam'"),
+        (["wallet", "add-card", "--push-sesion", "s1"] + nowhere, "unknown option '--push-sesion'"),
+        (["tsp", "encrypt-card", "--pna", "4111111111111111", "--exp", "12/29"] + nowhere, "unknown option '--pna'"),
         (["wallet", "add-card", "--pan", "4111111111111111", "--receipt", "r"] + nowhere, "cannot be combined"),
         (["wallet", "add-card", "--pan", "4111111111111111"] + nowhere, "--pan needs --exp"),
         (["wallet", "add-card", "--pan", "1", "--exp", "1/2", "--pan", "2"] + nowhere, "--pan may be given once"),
