@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 /// Issues a card's first batch of limited-use payment keys when its token becomes ACTIVE, however that happened
@@ -40,6 +41,14 @@ struct PaymentKeysAtActivation: Sendable {
             do {
                 cards = try store.activeCardsWithoutKeys().filter { retrying?.contains($0.id) ?? true }
             } catch {
+                // A damaged page is the operator's to mend, and no retry reads it: said at error level with what to do,
+                // as a call that meets it says (DATA_LOSS).
+                if (error.cause as? StorageError)?.code == .corrupt {
+                    return logger.error(
+                        "the wallet's database is damaged: stop the wallet and restore "
+                            + "\(WalletNode.databaseFileName) in its data directory from a backup",
+                        ["error": "\(error)"])
+                }
                 return logger.warning(
                     "the active cards without payment keys could not be read", ["error": "\(error)"])
             }

@@ -118,6 +118,38 @@ import TokenetWire
         }
     }
 
+    /// Damage that the wallet's first read after its start meets (the cards owed payment keys) is said at error
+    /// level with what to do: it was a warning, and the node went on as if a retry could help.
+    @Test func damageFoundAtStartIsAnErrorNamingTheFileToRestore() async throws {
+        let directory = try TestScratch.path("wallet")
+        let path = directory + "/" + WalletNode.databaseFileName
+        let page: Int
+        do {
+            let store = try WalletStore.open(path: path)
+            // An active card without keys: the read looks at the keys only for such a card.
+            let harness = try WalletHarness(store: store)
+            _ = try await harness.control.addCard(WalletHarness.manual())
+            _ = try await harness.control.acceptTerms(.init(cardRef: "card-1"))
+            try #require(try store.activeCardsWithoutKeys().count == 1)
+            page = try #require(
+                try store.database.queryOne("SELECT rootpage FROM sqlite_master WHERE name = 'payment_keys'")?.int(0))
+            try store.database.close()
+        }
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: UInt64((page - 1) * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        let wallet = try WalletHarness(store: try WalletStore.open(path: path))
+        await WalletLifecycleTests.paymentKeys(wallet).catchUp()
+        let lines = wallet.logs.lines
+        #expect(
+            lines.contains {
+                $0.contains(" error ")
+                    && $0.contains("the wallet's database is damaged: stop the wallet and restore wallet.sqlite")
+            }, "\(lines)")
+    }
+
     /// A card digitized before the wallet recorded issuers (schema 3) keeps working in the wallet but is no issuer
     /// app's: the wallet cannot tell which bank's app may see it.
     @Test func aCardFromBeforeIssuersWereRecordedIsNoIssuerAppsCard() async throws {
