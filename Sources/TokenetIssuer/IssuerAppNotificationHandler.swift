@@ -79,14 +79,32 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
 
     var nowMs: UInt64 { Self.milliseconds(now()) }
 
+    /// Keeps `notification` in the app's inbox (see `IssuerStore.keepAppNotification`). A storage failure (a full
+    /// disk) is the node's own: said at error level in the words of its status, which say what to do, as the wallet
+    /// says it; the subscriber's warning that follows only tells of the retry.
+    private func keep(_ notification: TspV1.Notification, in store: IssuerStore, nowMs: UInt64) throws(IssuerError)
+        -> Int64?
+    {
+        do {
+            return try store.keepAppNotification(
+                notification, action: IssuerAppInbox.classify(notification, arrivedAtMs: nowMs).1, nowMs: nowMs,
+                capacity: IssuerAppInbox.capacity)
+        } catch {
+            if error.code == .storage {
+                logger.error(
+                    "issuer app: notification could not be kept; it comes again",
+                    ["message_id": notification.messageID, "error": error.rpcError.message])
+            }
+            throw error
+        }
+    }
+
     public func handle(_ notification: TspV1.Notification) async throws {
         // Kept first: a storage failure throws, and the subscriber delivers the message again.
         var row: Int64?
         let nowMs = self.nowMs
         if let store {
-            row = try store.keepAppNotification(
-                notification, action: IssuerAppInbox.classify(notification, arrivedAtMs: nowMs).1, nowMs: nowMs,
-                capacity: IssuerAppInbox.capacity)
+            row = try keep(notification, in: store, nowMs: nowMs)
             guard row != nil else {
                 logger.debug("notification kept before; not processed again", ["message_id": notification.messageID])
                 return

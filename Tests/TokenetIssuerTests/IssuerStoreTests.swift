@@ -426,6 +426,29 @@ import TokenetTestSupport
         #expect(other.rpcError.code == .internal)
     }
 
+    /// A notification the issuer app cannot keep for a full disk is said at error level with what to do, and thrown
+    /// (it comes again): it was only the subscriber's warning of a retry, in SQLite's words.
+    @Test func aNotificationTheAppCannotKeepForAFullDiskIsAnError() async throws {
+        let store = try Support.store()
+        let logs = MemoryLogSink()
+        let handler = try IssuerAppNotificationHandler(
+            view: IssuerAppView(), logger: Support.logger(logs), store: store)
+        try FullDisk.hold(store.database)
+        var message = IssuerAppInboxTests.message(
+            "AUTHN", body: .authn(.init(authnRequestID: "ar-1", amountMinor: 100, currency: "USD")), sender: "TNS")
+        message.messageID = "m-full"
+        // A row of about 100 KB: more than a database held to its size has room for.
+        message.topic = String(repeating: "x", count: 100_000)
+        await #expect(throws: IssuerError.self) { try await handler.handle(message) }
+        #expect(
+            logs.lines.contains {
+                $0.contains(" error ") && $0.contains("notification could not be kept")
+                    && $0.contains("the issuer's disk is full; free space on the disk")
+            }, "\(logs.lines)")
+        try FullDisk.release(store.database)
+        try await handler.handle(message)
+    }
+
     /// A data directory that refuses writes (an I/O error, a read-only file or mount) is the operator's to mend:
     /// UNAVAILABLE with where to look, where INTERNAL read as a fault of the issuer's own.
     @Test func anUnwritableDataDirectoryIsUnavailableWithWhereToLook() {
