@@ -29,8 +29,34 @@ final class DemoInterruption: Sendable {
 
     /// Throws once a stop signal has arrived.
     func check() throws(CLIError) {
-        if let number = received.number.withLock({ $0 }) {
-            throw CLIError(.node, "\(Self.messagePrefix) \(StopSignalWatcher.name(of: number))")
+        if let error { throw error }
+    }
+
+    /// The error `check` throws, once a stop signal has arrived.
+    var error: CLIError? {
+        received.number.withLock({ $0 }).map {
+            CLIError(.node, "\(Self.messagePrefix) \(StopSignalWatcher.name(of: $0))")
+        }
+    }
+
+    /// Runs `work`, and ends it (cancelled) with the interruption's error when a stop signal comes first: looked for
+    /// every 50 ms, so that Ctrl-C does not wait for a call (a stand-in's wait, a stream) to end by itself.
+    func racing<Success: Sendable>(
+        _ work: @escaping @Sendable () async -> Result<Success, CLIError>
+    ) async -> Result<Success, CLIError> {
+        await withTaskGroup(of: Result<Success, CLIError>?.self) { group in
+            group.addTask { await work() }
+            group.addTask {
+                while !Task.isCancelled {
+                    if let error = self.error { return .failure(error) }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                return nil
+            }
+            var outcome: Result<Success, CLIError>?
+            while outcome == nil, let next = await group.next() { outcome = next }
+            group.cancelAll()
+            return outcome ?? .failure(error ?? CLIError(.node, "the call ended without an outcome"))
         }
     }
 }

@@ -16,7 +16,8 @@ struct NotificationChoreography: DemoChoreography {
     var title: String { "Notifications: a transaction, a suspend and a resume, and a message, seen by every party" }
 
     func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
-        let nodes = try Nodes(cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout)
+        let nodes = try Nodes(
+            cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout, interruption: interruption)
         let cards = try nodes.call(.wallet, "wallet cards", report) { client, options in
             try await WalletCommand.allCards(client) { options }
         }

@@ -30,7 +30,8 @@ struct ProvisioningChoreography: DemoChoreography {
     var title: String { "Provisioning cards across the three nodes (as operator-1 over mutual TLS)" }
 
     func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
-        let nodes = try Nodes(cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout)
+        let nodes = try Nodes(
+            cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout, interruption: interruption)
         try waitForIssuerRegistration(cluster: cluster, report: report)
         var scenarios: [(String, (Nodes, (String) -> Void) throws(CLIError) -> Void)] = [
             ("a Visa card added by hand (T&C in Spanish) and approved", manualApproved),
@@ -91,8 +92,14 @@ extension ProvisioningChoreography {
     /// The three nodes, reached as the operator, one connection per call.
     struct Nodes: Sendable {
         var options: [NodeRole: InspectOptions]
+        /// Ends a call in progress when a stop signal comes: checked between scenarios only, Ctrl-C waited for the
+        /// rest of one (9 s for a stand-in's wait and the heal after it).
+        let interruption: DemoInterruption
 
-        init(cluster: DemoCluster, pkiDirectory: String, timeout: Double) throws(CLIError) {
+        init(
+            cluster: DemoCluster, pkiDirectory: String, timeout: Double, interruption: DemoInterruption
+        ) throws(CLIError) {
+            self.interruption = interruption
             options = [:]
             for role in NodeRole.allCases {
                 guard let text = cluster.address(of: role), let address = HostPort(parsing: text) else {
@@ -108,8 +115,24 @@ extension ProvisioningChoreography {
             _ role: NodeRole, _ what: String, _ report: (String) -> Void,
             _ body: @escaping @Sendable (RPCClient, CallOptions) async throws -> Response
         ) throws(CLIError) -> Response {
+            try interruption.check()
             let options = self.options[role]!
+            let interruption = self.interruption
             let outcome: Result<(Response, String), CLIError> = runBlocking {
+                await interruption.racing {
+                    await Self.call(role, what, options, body)
+                }
+            }
+            let (response, traceID) = try outcome.get()
+            report("  [\(role.rawValue)] \(what)  (trace \(traceID))")
+            return response
+        }
+
+        private static func call<Response: Sendable>(
+            _ role: NodeRole, _ what: String, _ options: InspectOptions,
+            _ body: @escaping @Sendable (RPCClient, CallOptions) async throws -> Response
+        ) async -> Result<(Response, String), CLIError> {
+            do {
                 let session: InspectSession
                 do {
                     session = try await InspectSession.connect(options)
@@ -132,9 +155,6 @@ extension ProvisioningChoreography {
                 await session.close()
                 return result
             }
-            let (response, traceID) = try outcome.get()
-            report("  [\(role.rawValue)] \(what)  (trace \(traceID))")
-            return response
         }
     }
 
