@@ -20,7 +20,8 @@ extension TSPService {
         return journaled.value
     }
 
-    /// CPS CARD_STATE to the wallet and the issuer app, for a change of the token's state (none when unchanged).
+    /// CPS CARD_STATE to the wallet and the issuer app, for a change of the token's state or of who holds its
+    /// suspension (none when unchanged).
     /// `digitizeRequestID` names the Digitize request of a token whose digitization never answered the wallet.
     /// CARD_STATE DEACTIVATED (ALREADY_PROVISIONED), to the issuer app alone, for a token the issuer approved or
     /// stepped up and the TSP then declined, because the same card had become live in the same wallet on the same
@@ -42,7 +43,9 @@ extension TSPService {
     static func cardState(
         _ change: TokenStateChange, reason: String, initiator: String, digitizeRequestID: String = ""
     ) -> [Announcement] {
-        guard change.before.state != change.after.state else { return [] }
+        // A suspension taken over keeps the state but not its holder: it has a new version, and is told too.
+        guard change.before.state != change.after.state || change.before.stateVersion != change.after.stateVersion
+        else { return [] }
         let body = TspV1.CardStateBody(
             tokenState: change.after.state.wire, reasonCode: reason, initiator: initiator,
             digitizeRequestID: digitizeRequestID, stateVersion: change.after.stateVersion)

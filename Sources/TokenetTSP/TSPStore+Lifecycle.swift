@@ -53,10 +53,15 @@ extension TSPStore {
                     case .proceed: break
                     case .refuse(let message): throw TSPError(.failedPrecondition, message)
                     case .takeOver:
-                        try recordEvent(
+                        // A new state version, so that the wallet and the issuer app hear who holds the suspension
+                        // now (`TSPService.cardState`): told nothing, the wallet went on offering a resume the TSP
+                        // would refuse, and showed the old holder and reason.
+                        try setState(
                             tx, token: digitalCardID, from: .suspended, to: .suspended, actor: actor, reason: reason,
                             traceID: traceID, nowMs: nowMs)
-                        return TokenStateChange(before: before, after: before)
+                        var after = before
+                        after.stateVersion += 1
+                        return TokenStateChange(before: before, after: after)
                     }
                 }
                 var machine = TokenLifecycleStateMachine(state: before.state)

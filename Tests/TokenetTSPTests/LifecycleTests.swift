@@ -173,7 +173,8 @@ import TokenetWire
             if case .cardState(let body) = $0.notification.body { return body.initiator == "issuer" }
             return false
         }
-        #expect(issuerPublishes.map(\.notification.cardID) == [visa])
+        // The taken-over suspension is told too (its holder and reason changed; see SuspensionAuthorityTests).
+        #expect(issuerPublishes.map(\.notification.cardID) == [visa, mastercard])
 
         let resumed = try await issuer.changeIssuerTokenStates(
             .init(digitalCardIds: [visa, mastercard], action: .resume, reasonCode: "CARD_FOUND"))

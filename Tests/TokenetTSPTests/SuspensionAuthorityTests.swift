@@ -88,7 +88,8 @@ import TokenetWire
         let held = try await issuer.changeIssuerTokenStates(
             .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"))
         #expect(held.results.first?.message == "token \"\(id)\" is already SUSPENDED (by the TSP, FRAUD_SUSPECTED)")
-        #expect(tsp.published.of("CARD_STATE").count == 1)
+        // The issuer's suspension, and the TSP's taking it over; the refusals publish nothing.
+        #expect(tsp.published.of("CARD_STATE").count == 2)
     }
 
     @Test func theWalletCannotLiftTheIssuersSuspensionButTheIssuerCan() async throws {
@@ -135,8 +136,19 @@ import TokenetWire
         let last = try #require(history.events.last)
         #expect(last.fromState == .suspended && last.toState == .suspended)
         #expect(last.actor == "issuer:bank-a" && last.reason == "LOST_CARD")
-        // Taking over changes no state: no version and no notification.
-        #expect(tsp.published.of("CARD_STATE").count == 1)
+        // Taking over keeps the state but tells the wallet and the issuer app who holds the suspension now, with a
+        // new state version: told nothing, the wallet went on offering a resume the TSP refuses.
+        let published = tsp.published.of("CARD_STATE")
+        #expect(published.count == 2)
+        guard case .cardState(let before)? = published.first?.notification.body,
+            case .cardState(let after)? = published.last?.notification.body
+        else {
+            Issue.record("no CARD_STATE bodies: \(published)")
+            return
+        }
+        #expect(after.tokenState == .suspended && after.initiator == "issuer" && after.reasonCode == "LOST_CARD")
+        #expect(after.stateVersion == before.stateVersion + 1)
+        #expect(published.last?.queues == published.first?.queues)
 
         _ = try await tspOperator.changeTokenState(LifecycleTests.change(id, .suspend, "FRAUD_SUSPECTED"))
         let refused = try await issuer.changeIssuerTokenStates(

@@ -1273,7 +1273,11 @@ extension TspV1 {
         /// and _), NOT_FOUND (no such token), PERMISSION_DENIED (a wallet's call on a token digitized through another wallet),
         /// FAILED_PRECONDITION (an action the token's state does not allow: suspending a SUSPENDED token, resuming an ACTIVE
         /// one, suspending or resuming a DEACTIVATED one). Deleting a DEACTIVATED token answers OK again, with both states
-        /// DEACTIVATED and nothing published: a caller whose answer to its delete was lost can repeat it.
+        /// DEACTIVATED and nothing published: a caller whose answer to its delete was lost can repeat it. A suspension
+        /// stands until the party that made it, or one above it, lifts it (wallet, then issuer, then TSP): resuming a token
+        /// a higher party suspended is FAILED_PRECONDITION, and suspending a SUSPENDED token is refused too, except by a
+        /// party above its suspender, which takes the suspension over: the state stays SUSPENDED, the history records the
+        /// change, and a CARD_STATE SUSPENDED with the new reason and initiator and a new state_version is published.
         public static let changeTokenState = MethodDescriptor<TspV1.ChangeTokenStateRequest, TspV1.ChangeTokenStateResponse>(
             service: serviceName, name: "ChangeTokenState", kind: .unary, allowedRoles: ["wallet", "operator"]
         )
