@@ -53,6 +53,18 @@ struct DemoCommand {
         var issuerLink: DemoIssuerLink?
         var failure: CLIError?
         do throws(CLIError) {
+            // Said before any node starts: health alone is not the demo ("Demo OK" after it read as every flow having
+            // run), and nodes started only to be stopped said nothing of what was missing until they had.
+            if pki == nil || fixture == nil {
+                let missing =
+                    fixture == nil
+                    ? "\(Self.fixturePath) was not found" : "Tools/gen-certs was not found, so there is no operator"
+                throw CLIError(
+                    .setup,
+                    "the demo's flows need Tools/gen-certs (the operator's certificate) and \(Self.fixturePath) of "
+                        + "the Tokenet checkout this tokenet was built from, and \(missing); run Tools/tokenet demo "
+                        + "from the checkout")
+            }
             var addresses: [NodeRole: HostPort] = [:]
             for (role, _) in Self.startOrder { addresses[role] = try PortReservation.freeLoopbackAddress() }
             // The TSP reaches the issuer through a fault proxy that one scenario steers.
@@ -82,16 +94,6 @@ struct DemoCommand {
                 choreographies.append(
                     NotificationChoreography(
                         pkiDirectory: pkiDirectory, timeout: options.timeout, interruption: interruption))
-            } else {
-                // Health alone is not the demo: "Demo OK" after it read as every flow having run.
-                let missing =
-                    fixture == nil
-                    ? "\(Self.fixturePath) was not found" : "Tools/gen-certs was not found, so there is no operator"
-                throw CLIError(
-                    .setup,
-                    "the demo's flows need Tools/gen-certs (the operator's certificate) and \(Self.fixturePath) of "
-                        + "the Tokenet checkout this tokenet was built from, and \(missing); run Tools/tokenet demo "
-                        + "from the checkout")
             }
             for choreography in choreographies {
                 printOut(choreography.title)

@@ -22,8 +22,8 @@ struct DemoOptions: Sendable, Equatable {
         cards, TSP tokens and their audit trail) follows. Last, a payment, a suspend and a resume, and an issuer
         message reach every party through the TSP's notifications, and each party's view of them is printed.
         Then the nodes are stopped with SIGTERM and the demo reports how each exited.
-        Certificates come from Tools/gen-certs when the repository has it; otherwise the nodes run with --plaintext
-        and provisioning, which needs the operator's certificate, is skipped.
+        It needs the checkout tokenet was built from: certificates come from its Tools/gen-certs and the issuer's
+        cards from Tools/fixtures/issuer.json; without them the demo says so before any node starts (status 1).
 
         Options:
           --keep-dir           Keep the temporary directory with certificates, data and node logs.

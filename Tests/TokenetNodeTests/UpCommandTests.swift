@@ -49,6 +49,21 @@ import TokenetTransport
         }
         // Nothing was made: the --dir was left holding an up.lock.
         #expect(!FileManager.default.fileExists(atPath: scratch.path("sandbox")))
+
+        // The demo says what it needs before any node starts: it started and stopped three plaintext nodes first,
+        // while its help promised a plaintext demo without provisioning.
+        let (out, err, directory) = (scratch.path("demo-out"), scratch.path("demo-err"), scratch.url.path)
+        let termination = try await offThePool {
+            try SpawnedProcess(
+                copy, ["demo"], workingDirectory: directory, standardInput: .file("/dev/null"),
+                standardOutput: .file(out), standardError: .file(err)
+            ).waitUntilExit(killingAfter: 60)
+        }
+        let stdout = try String(contentsOfFile: out, encoding: .utf8)
+        let stderr = try String(contentsOfFile: err, encoding: .utf8)
+        #expect(termination.status == 1 && termination.reason == .exit, "\(stderr)")
+        #expect(stderr.contains("the demo's flows need Tools/gen-certs"), "\(stderr)")
+        #expect(!stdout.contains("Starting nodes"), "\(stdout)")
     }
 
     @Test func stepsTypedAtTheConsoleSteerTheNodes() async throws {
