@@ -108,6 +108,8 @@ import TokenetTestSupport
         let issuerNode: LaunchedProcess
         let tsp: String
         let issuer: String
+        /// The nodes' data directories, kept for as long as the nodes run: let go, it was deleted under them.
+        let data: TemporaryDirectory
 
         var tspLog: String { (try? String(contentsOfFile: tspNode.directory.path("stderr"), encoding: .utf8)) ?? "" }
         var issuerLog: String {
@@ -168,7 +170,7 @@ import TokenetTestSupport
                 "tsp-node",
                 ["--listen", tsp, "--data-dir", data.path("tsp"), "--ready-file", tspReady, "--issuer", issuer]
                     + tls("tsp"))
-            let nodes = Nodes(tspNode: tspNode, issuerNode: issuerNode, tsp: tsp, issuer: issuer)
+            let nodes = Nodes(tspNode: tspNode, issuerNode: issuerNode, tsp: tsp, issuer: issuer, data: data)
             do {
                 _ = try PythonClientInteropTests.waitFor(tspNode.process, "tsp-node's ready file") {
                     FileManager.default.fileExists(atPath: tspReady) ? true : nil

@@ -4,7 +4,7 @@ import Testing
 /// command is known (the overview alone lists none of them).
 @Suite struct UsageHelpHintTests {
     @Test func aCommandsMistakePointsToItsOwnHelp() throws {
-        let result = try runTokenet(["wallet", "add-card", "127.0.0.1:1", "--pan", "4761000010000009"])
+        let result = try runTokenet(["wallet", "add-card", "127.0.0.1:1", "--plaintext", "--pan", "4761000010000009"])
         #expect(result.status == 2, "\(result.stderr)")
         #expect(
             result.stderr
