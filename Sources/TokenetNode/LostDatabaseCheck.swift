@@ -31,7 +31,7 @@ public enum LostDatabaseCheck {
         return "\(path) \(found), though \(marker)\(since ?? "") shows this data directory was used "
             + "before: if the node held data, its database was lost or cut short, and the node starts with an empty "
             + "one. Stop it and restore \(database) from a backup (with its keys), or ignore this if the node never "
-            + "finished its first start"
+            + "finished its first start, or if the file was moved aside on purpose to start empty"
     }
 
     /// Whether nothing at all is at `path` (a file deleted or moved away): any other failure to look is left to the

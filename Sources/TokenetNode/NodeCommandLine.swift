@@ -24,7 +24,7 @@ public enum NodeCommandLine {
             // `-h`, as the CLI takes it: "unexpected argument '-h'" answered a person asking for help.
             if argument == "-h" { return .help }
             guard argument.hasPrefix("--"), argument.count > 2 else {
-                throw NodeError(.usage, "unexpected argument '\(argument)'")
+                throw NodeError(.usage, "unexpected argument '\(NodeError.shown(argument))'")
             }
             let body = argument.dropFirst(2)
             let equals = body.firstIndex(of: "=")
@@ -35,7 +35,7 @@ public enum NodeCommandLine {
                     NodeOptionKey(rawValue: name).map { known in
                         known.peer != nil ? " (\(spec.name) has no \(name) peer)" : " (\(spec.name) does not use it)"
                     } ?? ""
-                throw NodeError(.usage, "unknown option '--\(name)'\(hint)")
+                throw NodeError(.usage, "unknown option '--\(NodeError.shown(name))'\(hint)")
             }
             guard key.takesValue else {
                 switch key {

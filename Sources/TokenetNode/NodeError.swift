@@ -54,3 +54,20 @@ public struct SystemCallError: Error, CustomStringConvertible, Sendable {
         "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
     }
 }
+
+extension NodeError {
+    /// The most characters of a typed value an error message quotes.
+    static let shownValueLimit = 256
+
+    /// A value typed on the command line or in a config file as an error quotes it: a card number in it masked,
+    /// then cut to `shownValueLimit` characters with how many more there were, and its control characters and line
+    /// breaks escaped. Quoted whole, a value of 100,000 characters made a message of 100 KB, and a line break in
+    /// one split the message over two lines.
+    static func shown(_ value: String) -> String {
+        let masked = maskPAN(value).unicodeScalars
+        guard masked.count > shownValueLimit else { return LogRecord.escapingInvisibles(String(masked)) }
+        let kept = String(String.UnicodeScalarView(masked.prefix(shownValueLimit)))
+        return LogRecord.escapingInvisibles(kept)
+            + "... (\(masked.count) characters, the last \(masked.count - shownValueLimit) cut)"
+    }
+}

@@ -6,7 +6,7 @@ extension NodeOptions {
     mutating func apply(_ setting: NodeSetting) throws(NodeError) {
         let errorCode: NodeError.Code = setting.origin == .flag ? .usage : .config
         func bad(_ expectation: String, _ got: String) -> NodeError {
-            NodeError(errorCode, "\(setting.label): expected \(expectation), got '\(got)'")
+            NodeError(errorCode, "\(setting.label): expected \(expectation), got '\(NodeError.shown(got))'")
         }
 
         switch (setting.key, setting.value) {

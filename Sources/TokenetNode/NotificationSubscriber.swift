@@ -139,6 +139,7 @@ public final class NotificationSubscriber: Sendable {
                 announce(announcement)
             }
             defer { announcer.cancel() }
+            acknowledgementFailures.withLock { $0 = 0 }
             for id in unsettled() { acknowledgements.add(id) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<options.concurrentAcknowledgements {
@@ -279,7 +280,7 @@ public final class NotificationSubscriber: Sendable {
                     defer { failures = 0 }
                     return failures
                 }
-                if failedBefore > 1 {
+                if failedBefore > 0 {
                     logger.info("acknowledging notifications works again", ["failed_attempts": "\(failedBefore)"])
                 }
             } catch {

@@ -27,8 +27,10 @@ extension RPCClient {
         let connection = connection
         return try await withTaskCancellationHandler {
             for request in requests {
-                connection.sendRequest(call.id, request)
+                // Room first: a peer that stopped reading holds this call, until its deadline, rather than the bytes
+                // of every request sent to it meanwhile.
                 await connection.waitForSendCapacity(call.id)
+                connection.sendRequest(call.id, request)
             }
             connection.endRequests(call.id)
             // Ended by this function's cancellation handler, which cancels the call: the queue's own handler would

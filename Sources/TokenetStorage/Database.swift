@@ -268,9 +268,10 @@ public final class Database: Sendable {
     private func movedAway() -> StorageError {
         let file = path ?? ":memory:"
         return StorageError(
-            .io,
-            "the database file \(file) was deleted or moved away while the node ran, and what it writes now would be "
-                + "lost: stop the node, put the file back (or restore it from a backup) and start it again")
+            .moved,
+            "the database file \(file) was deleted or moved away (or can no longer be looked up) while the node ran, "
+                + "and what it writes now would be lost: stop the node, put the file back (or restore it from a "
+                + "backup) and start it again")
     }
 
     private func checkNotReentrant() throws {

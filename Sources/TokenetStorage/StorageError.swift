@@ -24,6 +24,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         case schema
         /// The operating system reported an I/O error (`SQLITE_IOERR`).
         case io
+        /// The database file was deleted or moved away while it was open (`Database`): a change would go into a
+        /// file no later open finds. Only a restart with the file back in place mends it.
+        case moved
         /// Something required is missing: the database's directory, or SQLite reported `SQLITE_NOTFOUND`.
         case notFound
         /// A stored value does not have the type the caller asked for (or `SQLITE_MISMATCH`).
@@ -116,7 +119,7 @@ extension StorageError {
     /// Whether the data directory's disk or file system refused the work (an I/O error, a read-only file or mount,
     /// a file that cannot be opened, no permission): its operator can mend that, where an INTERNAL status read as a
     /// fault of the node's own.
-    public var isUnwritableStorage: Bool { [.io, .readOnly, .open, .permission].contains(code) }
+    public var isUnwritableStorage: Bool { [.io, .readOnly, .open, .permission, .moved].contains(code) }
 
     /// Whether another connection held the database's lock for longer than the busy timeout (SQLITE_BUSY): a
     /// passing state (UNAVAILABLE, try again), where an INTERNAL status read as a fault of the node's own.
@@ -133,9 +136,12 @@ extension StorageError {
 
     /// What to do about an `isUnwritableStorage` failure of `party`'s node ("the wallet"), with SQLite's words;
     /// ending "then try again" unless `thenTryAgain` is false (for a change that must not be repeated).
+    /// A database file gone from under the node (`.moved`) has advice of its own: its message says what to do, and
+    /// no check of the disk, nor a retry, mends it.
     public func unwritableStorageAdvice(of party: String, thenTryAgain: Bool = true) -> String {
-        "\(party) cannot use its data directory (\(message)); check the disk that holds it, the directory's and its "
-            + "files' mode and owner (and lsattr), and whether it is mounted read-only"
+        if code == .moved { return "\(party) cannot keep its data: \(message)" }
+        return "\(party) cannot use its data directory (\(message)); check the disk that holds it, the directory's "
+            + "and its files' mode and owner (and lsattr), and whether it is mounted read-only"
             + (thenTryAgain ? ", then try again" : "")
     }
 }

@@ -54,8 +54,8 @@ extension TSPStore {
                     case .refuse(let message): throw TSPError(.failedPrecondition, message)
                     case .takeOver:
                         // A new state version, so that the wallet and the issuer app hear who holds the suspension
-                        // now (`TSPService.cardState`): told nothing, the wallet went on offering a resume the TSP
-                        // would refuse, and showed the old holder and reason.
+                        // now and why (`TSPService.cardState`): told nothing, their inboxes kept the old holder and
+                        // reason, and a cardholder was offered a resume the TSP refuses.
                         try setState(
                             tx, token: digitalCardID, from: .suspended, to: .suspended, actor: actor, reason: reason,
                             traceID: traceID, nowMs: nowMs)

@@ -48,7 +48,7 @@ struct DemoCommand {
         }
 
         let pki = try sandbox.prepareCertificates(in: workspace)
-        let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(Self.fixturePath).path
+        let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(Self.fixturePath).path.nonEmptyFile
         var started: [RunningNode] = []
         var issuerLink: DemoIssuerLink?
         var failure: CLIError?
@@ -125,4 +125,9 @@ struct RunningNode {
     var role: NodeRole
     var process: ChildProcess
     var ready: ReadyInfo
+}
+
+extension String {
+    /// The path itself when a file is there, else nil: a checkout without the fixture is as good as none.
+    fileprivate var nonEmptyFile: String? { FileManager.default.fileExists(atPath: self) ? self : nil }
 }

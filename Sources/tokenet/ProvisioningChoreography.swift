@@ -132,29 +132,27 @@ extension ProvisioningChoreography {
             _ role: NodeRole, _ what: String, _ options: InspectOptions,
             _ body: @escaping @Sendable (RPCClient, CallOptions) async throws -> Response
         ) async -> Result<(Response, String), CLIError> {
+            let session: InspectSession
             do {
-                let session: InspectSession
-                do {
-                    session = try await InspectSession.connect(options)
-                } catch let error as CLIError {
-                    return .failure(error)
-                } catch {
-                    return .failure(CLIError(.node, "\(role.rawValue) \(what): cannot connect: \(error)"))
-                }
-                var callOptions = session.callOptions
-                let traceID = Metadata.newTraceID()
-                callOptions.metadata.setTraceID(traceID)
-                let result: Result<(Response, String), CLIError>
-                do {
-                    result = .success((try await body(session.client, callOptions), traceID))
-                } catch let error as RPCError {
-                    result = .failure(CLIError(.node, "\(role.rawValue) \(what) failed (trace \(traceID)): \(error)"))
-                } catch {
-                    result = .failure(CLIError(.node, "\(role.rawValue) \(what) failed", cause: DemoCause(error)))
-                }
-                await session.close()
-                return result
+                session = try await InspectSession.connect(options)
+            } catch let error as CLIError {
+                return .failure(error)
+            } catch {
+                return .failure(CLIError(.node, "\(role.rawValue) \(what): cannot connect: \(error)"))
             }
+            var callOptions = session.callOptions
+            let traceID = Metadata.newTraceID()
+            callOptions.metadata.setTraceID(traceID)
+            let result: Result<(Response, String), CLIError>
+            do {
+                result = .success((try await body(session.client, callOptions), traceID))
+            } catch let error as RPCError {
+                result = .failure(CLIError(.node, "\(role.rawValue) \(what) failed (trace \(traceID)): \(error)"))
+            } catch {
+                result = .failure(CLIError(.node, "\(role.rawValue) \(what) failed", cause: DemoCause(error)))
+            }
+            await session.close()
+            return result
         }
     }
 

@@ -120,6 +120,18 @@ import Testing
         #expect(try options(tls + ["--parent-pid", "1"]).parentPID == 1)
     }
 
+    /// A value an error quotes is cut, and kept on one line: 100,000 characters were quoted whole, and a line break
+    /// split the message.
+    @Test func aQuotedValueIsCutAndKeptOnOneLine() throws {
+        let long = try #require(error(tls + ["--listen", String(repeating: "a", count: 100_000) + ":1"]))
+        #expect(long.message.count < 600, "\(long.message.count) characters")
+        #expect(long.message.contains("... (100002 characters, the last 99746 cut)"), "\(long.message.suffix(80))")
+        let broken = try #require(error(tls + ["--log-level", "de\nbug"]))
+        #expect(!broken.message.contains("\n") && broken.message.contains("de\\u000abug"), "\(broken.message)")
+        let unknown = try #require(error(tls + ["--bo\ngus"]))
+        #expect(!unknown.message.contains("\n"), "\(unknown.message)")
+    }
+
     /// Seconds are typed as digits with an optional fraction; Swift's other number spellings were taken too.
     @Test func secondsAreDigitsWithAnOptionalFraction() throws {
         #expect(try options(tls + ["--keepalive", "0.5"]).keepaliveMilliseconds == 500)
