@@ -48,6 +48,7 @@ public func freeLoopbackPort() throws -> UInt16 {
     // the node binds it. Below the range `tokenet` reserves its sandboxes' ports from (20000–32767), as `FreePorts`.
     for _ in 0..<200 {
         let port = UInt16.random(in: 14_000...19_999)
+        guard FreePorts.handOut(Int(port)) else { continue }
         if let bound = try? bindLoopback(port) { return bound }
     }
     return try bindLoopback(0)

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Ports on 127.0.0.1 and every interface that a test can bind later, for a listener that must not exist yet (a
 /// peer started before the party it calls, `tokenet up --base-port`).
@@ -15,9 +16,25 @@ public enum FreePorts {
     public static func run(of count: Int = 1) throws -> Int {
         for _ in 0..<500 {
             let base = Int.random(in: 14_000...(19_999 - count))
-            if (0..<count).allSatisfy({ isFree(base + $0) }) { return base }
+            if (0..<count).allSatisfy({ isFree(base + $0) }), (0..<count).allSatisfy({ handOut(base + $0) }) {
+                return base
+            }
         }
         throw NoFreePorts()
+    }
+
+    /// Ports this process has handed out already. A port is free until its test binds it, which may be seconds
+    /// later (a peer started first, pointed at a TSP yet to start): handed to a second test meanwhile, two tests'
+    /// nodes met on it, and one test's issuer registered with the other's TSP.
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    /// Records `port` as handed out; false when it was already (or the process has handed out 5,000, most of the
+    /// range, when ports are reused as before).
+    public static func handOut(_ port: Int) -> Bool {
+        handedOut.withLock { ports in
+            if ports.count >= 5_000 { ports.removeAll() }
+            return ports.insert(port).inserted
+        }
     }
 
     public struct NoFreePorts: Error {}
