@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetCard
 import TokenetNode
 import TokenetRPC
@@ -20,6 +21,11 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     let issuerless: IssuerlessCardSignal?
     /// The check of the cards with the TSP that SyncWithTsp runs (`WalletTokenStateSync.check`); set by the router.
     var tokenSync: WalletTokenStateSync?
+    /// The cards whose Digitize an accept-terms of this process is sending now: the resume leaves them to it. The
+    /// resume that a new notification stream starts took such a card for an unanswered one, sent its Digitize a
+    /// second time and recorded the answer first, so the token's activation was logged without the command's trace
+    /// id, and the command's own answer was the second one.
+    let digitizing = CardsInFlight()
 
     public init(
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, selection: WalletSelection,
@@ -172,6 +178,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 .failedPrecondition,
                 "the eligibility of \(card.cardRef) expired before its T&C were accepted; \(card.addAgain)")
         case .digitize(let requestID, let acceptedAt, let fresh):
+            let claimed = digitizing.claim(card.id)
+            defer { if claimed { digitizing.release(card.id) } }
             // The key is committed before the call: if the call or this node fails, a retry sends the same key
             // and the TSP answers with the token it already made instead of making a second one.
             let attempt =
@@ -277,6 +285,10 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         }
         var answered = 0
         for (index, card) in cards.enumerated() {
+            guard !digitizing.contains(card.id) else {
+                logger.debug("digitization in progress; not resumed", ["card_ref": card.cardRef])
+                continue
+            }
             do {
                 let response = try await acceptTerms(cardRef: card.cardRef, log: logger)
                 answered += 1
@@ -366,4 +378,16 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             idvMethods: [.active, .suspended, .deactivated].contains(result.tokenState) ? [] : result.idvMethods,
             declineReason: result.declineReason, decision: result.decision)
     }
+}
+
+/// Card ids whose digitization a caller of this process has under way (`WalletControlService.digitizing`).
+final class CardsInFlight: Sendable {
+    private let ids = Mutex<Set<Int64>>([])
+
+    /// Records `id`; false when another caller has it already.
+    func claim(_ id: Int64) -> Bool { ids.withLock { $0.insert(id).inserted } }
+
+    func release(_ id: Int64) { _ = ids.withLock { $0.remove(id) } }
+
+    func contains(_ id: Int64) -> Bool { ids.withLock { $0.contains(id) } }
 }

@@ -26,6 +26,8 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
         var digitizeFailures = 0
         /// When set, Digitize refuses with it (after `digitizeFailures`).
         var digitizeRefusal: RPCError?
+        /// When set, Digitize awaits it before it answers (a TSP still asking the issuer).
+        var digitizeHold: (@Sendable () async -> Void)?
         /// What CheckEligibility fails with, when set.
         var eligibilityFailure: RPCError?
         /// The issuer a Digitize answer names when `digitize` names none: the harness's issuer app is node
@@ -92,6 +94,7 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
             }
             return (response, false)
         }
+        if let hold = state.withLock({ $0.digitizeHold }) { await hold() }
         if fail { throw RPCError(.unavailable, "the issuer is restarting") }
         return response
     }

@@ -79,6 +79,35 @@ import TokenetWire
         #expect(wallet.tsp.state.withLock { $0.digitizeRequests.count } == 2)
     }
 
+    /// The resume leaves a card whose Digitize an accept-terms is sending now to that command: it took the card for
+    /// an unanswered one, sent its Digitize again and recorded the answer first, so the activation was logged
+    /// without the command's trace id.
+    @Test func aDigitizationInProgressIsLeftToItsCommand() async throws {
+        let wallet = try WalletHarness()
+        let (entered, enter) = AsyncStream<Void>.makeStream()
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        wallet.tsp.state.withLock {
+            $0.digitizeHold = {
+                enter.yield()
+                for await _ in gate { break }
+            }
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let logger = Logger(node: "wallet-node", level: .debug, sink: wallet.logs)
+        let control = WalletControlService(
+            tsp: wallet.tspAsWallet(), store: wallet.store, configuration: WalletConfiguration(),
+            selection: try WalletSelection(store: wallet.store, configuredAccountID: "wallet-account-1"),
+            logger: logger, events: wallet.events)
+        let accepting = Task { try await control.acceptTerms(cardRef: "card-1", log: logger) }
+        for await _ in entered { break }
+        // The stream opened while the command's Digitize waits for its answer.
+        #expect(await control.resumeUnansweredDigitizations() == 0)
+        open.yield()
+        #expect(try await accepting.value.card?.status == "DIGITIZED")
+        #expect(wallet.tsp.state.withLock { $0.digitizeRequests.count } == 1)
+        #expect(wallet.logs.lines.contains { $0.contains("digitization in progress; not resumed") })
+    }
+
     /// A TSP that does not answer the first card's Digitize is not asked for the others in the same resume: each
     /// would wait for it as long, and a sync with six such cards took 27 s to fail. They wait for the next resume.
     @Test func aTSPThatDoesNotAnswerEndsTheResume() async throws {
