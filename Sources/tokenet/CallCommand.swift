@@ -54,10 +54,11 @@ enum CallCommand {
         \(InspectOptions.connectionHelp)
 
         Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
-        stderr (76 for UNIMPLEMENTED, 68 for DEADLINE_EXCEEDED), with any details of the status under it, one
-        "detail TYPE: JSON" line each; 1 when the node cannot be reached; 2 for bad options or request JSON that
-        does not fit the request type. Ctrl-C (or SIGTERM) cancels the call on the node, closes the connection in
-        order and ends the command by that signal; a second one ends it at once.
+        stderr (76 for UNIMPLEMENTED, 68 for DEADLINE_EXCEEDED), with any details of the status under it, one "detail
+        TYPE: JSON" line each; 1 when the node cannot be reached or a TLS file (--cacert, --cert, --key) cannot be
+        used; 2 for bad options or request JSON that does not fit the request type. Ctrl-C (or SIGTERM) cancels the
+        call on the node, closes the connection in order and ends the command by that signal; a second one ends it at
+        once.
 
         Examples:
           export TOKENET_CACERT=pki/ca.pem TOKENET_CERT=pki/operator.pem TOKENET_KEY=pki/operator.key

@@ -81,6 +81,7 @@ enum DescribeCommand {
         \(InspectOptions.connectionHelp)
 
         Exit status: 0 on success; 64 + the status code when the node answers with an error (64 + 5 = 69 for an
-        unknown symbol); 1 when the node cannot be reached; 2 for bad options.
+        unknown symbol); 1 when the node cannot be reached or a TLS file (--cacert, --cert, --key) cannot be used; 2
+        for bad options.
         """
 }

@@ -48,7 +48,8 @@ enum IssuerAppCommand {
         Exit status: 0 when the call was answered (an activation refused prints its result, e.g. INCORRECT_CODE, and
         why); 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr (a wrong PIN is
         UNAUTHENTICATED, a locked credential RESOURCE_EXHAUSTED) with "(trace ID)", the call's trace id in the nodes'
-        logs, after it; 1 when the issuer cannot be reached; 2 for bad options.
+        logs, after it; 1 when the issuer cannot be reached or a TLS file (--cacert, --cert, --key) cannot be used; 2
+        for bad options.
         """
 
     static let activate = PartyAction(name: "activate", valued: ["--code", "--ref", "--link", "--name", "--pin"]) {

@@ -70,8 +70,9 @@ enum ListCommand {
         Options:
         \(InspectOptions.connectionHelp)
 
-        Exit status: 0 on success; 64 + the status code when the node answers with an error (printed as
-        "ERROR: CODE: message" on stderr); 1 when the node cannot be reached; 2 for bad options.
+        Exit status: 0 on success; 64 + the status code when the node answers with an error (printed as "ERROR: CODE:
+        message" on stderr); 1 when the node cannot be reached or a TLS file (--cacert, --cert, --key) cannot be used;
+        2 for bad options.
 
         Example:
           tokenet list 127.0.0.1:7001 tokenet.health.v1.Health --cacert pki/ca.pem \\

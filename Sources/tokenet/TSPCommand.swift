@@ -32,9 +32,9 @@ enum TSPCommand {
         \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
-        Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr
-        with "(trace ID)", the call's trace id in the nodes' logs, after it; 1 when the TSP cannot be reached; 2 for
-        bad options.
+        Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr with
+        "(trace ID)", the call's trace id in the nodes' logs, after it; 1 when the TSP cannot be reached or a TLS file
+        (--cacert, --cert, --key) cannot be used; 2 for bad options.
         """
 
     static let tokens = PartyAction(

@@ -66,9 +66,9 @@ enum WalletCommand {
         \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
-        Exit status: 0 when the wallet answered (an ineligible card included); 64 + the status code otherwise,
-        printed as "ERROR: CODE: message" on stderr with "(trace ID)", the call's trace id in the nodes' logs, after
-        it; 1 when the wallet cannot be reached; 2 for bad options.
+        Exit status: 0 when the wallet answered (an ineligible card included); 64 + the status code otherwise, printed
+        as "ERROR: CODE: message" on stderr with "(trace ID)", the call's trace id in the nodes' logs, after it; 1
+        when the wallet cannot be reached or a TLS file (--cacert, --cert, --key) cannot be used; 2 for bad options.
 
         Example:
           export TOKENET_CACERT=pki/ca.pem TOKENET_CERT=pki/operator.pem TOKENET_KEY=pki/operator.key
