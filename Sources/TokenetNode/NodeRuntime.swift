@@ -44,6 +44,15 @@ public final class NodeRuntime: Sendable {
                 .config,
                 "--data-dir: \(named) \(problem), not a directory; give a directory, or a path where one can be made")
         }
+        // A link whose target is gone: creating the directory fails with "File exists", which named nothing.
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path),
+            !FileManager.default.fileExists(atPath: path)
+        {
+            throw NodeError(
+                .config,
+                "--data-dir: \(named) is a symbolic link to \(target), which does not exist; create that directory, "
+                    + "point the link at the data directory, or give another --data-dir")
+        }
         do {
             // 0700 whatever the umask: the directory holds the node's database and keys, and one that other users
             // may write lets them replace those files, whatever the files' own modes. One that exists is left as

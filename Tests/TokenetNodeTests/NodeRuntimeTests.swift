@@ -324,6 +324,19 @@ import TokenetWire
         }
     }
 
+    /// A data directory that is a link to nothing is named as such: creating it failed with "File exists".
+    @Test func aDanglingLinkAsTheDataDirectoryIsNamed() throws {
+        let directory = try TemporaryDirectory()
+        let link = directory.path("dangle")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: directory.path("gone"))
+        let failure = try #require(throws: NodeError.self) { try NodeRuntime.makeDataDirectory(link, isDefault: false) }
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description.hasPrefix(
+                "--data-dir: \(link) is a symbolic link to \(directory.path("gone")), which does not exist"),
+            "\(failure.description)")
+    }
+
     /// A data directory the node may not write (here immutable, `chattr +i`, which stops root too) is a wrong
     /// --data-dir, named with status 2; a directory used before (its lock file there) got as far as SQLite's
     /// "unable to open database file" and status 1.
