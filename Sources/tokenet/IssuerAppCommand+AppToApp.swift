@@ -7,7 +7,7 @@ import TokenetWire
 extension IssuerAppCommand {
     static let authorize = PartyAction(name: "authorize", valued: ["--pin"], switches: ["--deny", "--json"]) {
         flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["SESSION_ID"])
         guard let sessionID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing SESSION_ID (the session wallet open-issuer-app printed)")
         }

@@ -47,7 +47,8 @@ extension IssuerAppCommand {
 
     static let authn = PartyAction(name: "authn", valued: ["--pin"], switches: ["--json", "--proceed", "--cancel"]) {
         flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...1, named: ["AUTHN_REQUEST_ID"])
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing AUTHN_REQUEST_ID (see tokenet issuer-app notifications)")
         }

@@ -86,7 +86,7 @@ enum IssuerAppCommand {
     }
 
     static let accounts = PartyAction(name: "accounts") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["USER"])
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         return try PartySession.run(
             options, json: flags.json,
@@ -109,7 +109,7 @@ enum IssuerAppCommand {
 
     static let activateLinked = PartyAction(name: "activate-linked", valued: ["--pin"]) {
         flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["USER"])
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         let request = IssuerV1.ActivateLinkedRequest(
             userID: user, pin: try flags.secret("--pin", connectingWith: options) ?? "")
@@ -130,7 +130,7 @@ enum IssuerAppCommand {
     }
 
     static let login = PartyAction(name: "login", valued: ["--pin"]) { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["USER"])
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         guard let pin = try flags.secret("--pin", connectingWith: options) else {
             throw CLIError(.usage, "\(command): --pin is required")
@@ -150,7 +150,8 @@ enum IssuerAppCommand {
 
     static let deleteAccount = PartyAction(name: "delete-account", valued: ["--pin"]) {
         flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...2, named: ["USER", "ACCOUNT"])
         guard options.operands.count == 2 else { throw CLIError(.usage, "\(command): expected USER ACCOUNT") }
         guard let pin = try flags.secret("--pin", connectingWith: options) else {
             throw CLIError(.usage, "\(command): --pin is required")

@@ -16,7 +16,8 @@ extension IssuerCommand {
     }
 
     static let activateToken = PartyAction(name: "activate-token") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...1, named: ["DIGITAL_CARD_ID"])
         guard let digitalCardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (the token's digital card id)")
         }

@@ -87,7 +87,7 @@ extension IssuerCommand {
     static let renewCard = PartyAction(
         name: "renew-card", valued: ["--pan", "--exp"], switches: ["--json", "--abandon", "--force-complete"]
     ) { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_ID"])
         guard let cardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
         }
@@ -163,7 +163,8 @@ extension IssuerCommand {
 
     static let sendMessage = PartyAction(name: "send-message", valued: ["--title", "--body", "--action"]) {
         flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...1, named: ["DIGITAL_CARD_ID"])
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
         }

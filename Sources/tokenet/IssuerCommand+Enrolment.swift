@@ -16,7 +16,8 @@ extension IssuerCommand {
         """
 
     static let enroll = PartyAction(name: "enroll") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...2, named: ["USER", "ACCOUNT"])
         guard options.operands.count == 2 else {
             throw CLIError(.usage, "\(command): expected USER ACCOUNT (e.g. ch-alice acc-alice-checking)")
         }
@@ -34,7 +35,7 @@ extension IssuerCommand {
     }
 
     static let unlock = PartyAction(name: "unlock", valued: ["--account"]) { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["USER"])
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         let request = IssuerV1.UnlockRequest(userID: user, accountID: flags["--account"] ?? "")
         return try PartySession.run(

@@ -91,7 +91,7 @@ enum IssuerCommand {
 
     static let pushCard = PartyAction(name: "push-card", valued: ["--mode", "--wallet-account", "--wallet-node"]) {
         flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_ID"])
         guard let cardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
         }

@@ -48,7 +48,7 @@ extension TSPCommand {
     }
 
     static let forgetKey = PartyAction(name: "forget-key") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["KID"])
         guard let kid = options.operands.first else {
             throw CLIError(.usage, "\(command): missing KID, a retired key's identifier (see tokenet tsp keys)")
         }

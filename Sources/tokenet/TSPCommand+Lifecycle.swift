@@ -30,7 +30,8 @@ extension TSPCommand {
 
     static func token(_ word: String) -> PartyAction {
         PartyAction(name: "\(word)-token", valued: ["--reason"]) { flags, command throws(CLIError) in
-            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+            let options = try InspectOptions(
+                parsing: flags.rest, command: command, operands: 0...1, named: ["DIGITAL_CARD_ID"])
             guard let id = options.operands.first else {
                 throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
             }
@@ -80,7 +81,8 @@ extension TSPCommand {
     }
 
     static let transactions = PartyAction(name: "transactions") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...1, named: ["DIGITAL_CARD_ID"])
         let request = TspV1.ListTransactionsRequest(digitalCardID: options.operands.first ?? "")
         return try PartySession.run(
             options, json: flags.json,
@@ -117,7 +119,8 @@ extension TSPCommand {
     }
 
     static let requestKeys = PartyAction(name: "request-keys") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...1, named: ["DIGITAL_CARD_ID"])
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
         }

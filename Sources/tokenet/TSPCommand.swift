@@ -82,7 +82,8 @@ enum TSPCommand {
     }
 
     static let history = PartyAction(name: "history") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...1, named: ["DIGITAL_CARD_ID"])
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
         }

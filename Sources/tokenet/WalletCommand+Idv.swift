@@ -5,7 +5,8 @@ import TokenetWire
 /// INACTIVE, sent to a wallet-node's WalletIdv service (as the operator).
 extension WalletCommand {
     static let selectMethod = PartyAction(name: "select-method") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...2, named: ["CARD_REF", "METHOD_ID"])
         guard options.operands.count == 2 else {
             throw CLIError(.usage, "\(command): give CARD_REF and METHOD_ID (the ID&V ids accept-terms printed)")
         }
@@ -20,7 +21,8 @@ extension WalletCommand {
     }
 
     static let submitOTP = PartyAction(name: "submit-otp") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
+        let options = try InspectOptions(
+            parsing: flags.rest, command: command, operands: 0...2, named: ["CARD_REF", "CODE"])
         guard options.operands.count == 2 else {
             throw CLIError(.usage, "\(command): give CARD_REF and CODE (the one-time code the cardholder received)")
         }
@@ -36,7 +38,7 @@ extension WalletCommand {
     }
 
     static let resendOTP = PartyAction(name: "resend-otp") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_REF"])
         guard let cardRef = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
         }

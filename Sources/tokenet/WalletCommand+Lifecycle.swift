@@ -29,7 +29,8 @@ extension WalletCommand {
 
     static func changeState(_ word: String) -> PartyAction {
         PartyAction(name: word, valued: ["--reason"]) { flags, command throws(CLIError) in
-            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+            let options = try InspectOptions(
+                parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_REF"])
             guard let cardRef = options.operands.first else {
                 throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
             }
@@ -59,7 +60,7 @@ extension WalletCommand {
     }
 
     static let transactions = PartyAction(name: "transactions") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_REF"])
         let request = WalletV1.WalletTransactionsRequest(cardRef: options.operands.first ?? "")
         return try PartySession.run(
             options, json: flags.json,
@@ -105,7 +106,8 @@ extension WalletCommand {
 
     static func keysAction(_ word: String) -> PartyAction {
         PartyAction(name: word) { flags, command throws(CLIError) in
-            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+            let options = try InspectOptions(
+                parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_REF"])
             guard let cardRef = options.operands.first else {
                 throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
             }

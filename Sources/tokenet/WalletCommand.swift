@@ -104,7 +104,7 @@ enum WalletCommand {
     }
 
     static let acceptTerms = PartyAction(name: "accept-terms") { flags, command throws(CLIError) in
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_REF"])
         guard let cardRef = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
         }

@@ -32,6 +32,10 @@ import TokenetTestSupport
         (["wallet", "add-card", "--push-session", "p", "--json=yes"] + nowhere, "--json takes no value"),
         (["wallet", "add-card", "--push-session", "p"], "missing ADDR"),
         (["wallet", "accept-terms"] + nowhere, "missing CARD_REF"),
+        // An empty operand is named as a missing one is.
+        (["wallet", "accept-terms", "127.0.0.1:1", "", "--plaintext"], "CARD_REF is empty"),
+        (["issuer", "enroll", "127.0.0.1:1", "ch-1", "", "--plaintext"], "ACCOUNT is empty"),
+        (["tsp", "history", "127.0.0.1:1", "", "--plaintext"], "DIGITAL_CARD_ID is empty"),
         (["wallet", "accept-terms", "127.0.0.1:1", "card-1", "card-2", "--plaintext"], "unexpected arguments"),
         (["wallet", "cards", "not-an-address"], "is not an address"),
         (["wallet", "cards", "127.0.0.1:1", "--frobnicate"], "unknown option '--frobnicate'"),
