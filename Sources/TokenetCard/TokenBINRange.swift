@@ -28,14 +28,19 @@ public struct TokenBINRange: Sendable, Hashable, CustomStringConvertible {
         guard scheme.isEligible else {
             throw CardError(.tokenConfiguration, "token BIN \(low) is neither a Visa nor a Mastercard BIN")
         }
-        // The scheme ranges are contiguous in their first four digits, so checking both ends covers the middle.
-        guard CardScheme(bin: high) == scheme else {
+        // Visa's BINs (4…) are one block, Mastercard's two (2221–2720 and 51–55) with other schemes between them:
+        // both ends in the same block cover the middle, both ends of Mastercard alone do not (272000–510000 holds
+        // Visa's).
+        guard CardScheme(bin: high) == scheme, Self.block(of: low) == Self.block(of: high) else {
             throw CardError(.tokenConfiguration, "token BIN range \(low)–\(high) spans more than one card scheme")
         }
         self.scheme = scheme
         self.low = low
         self.high = high
     }
+
+    /// Which contiguous block of its scheme's BINs `bin` is in: its first digit tells Mastercard's two apart.
+    private static func block(of bin: String) -> UInt8? { bin.utf8.first }
 
     public var digitCount: Int { low.utf8.count }
 

@@ -92,6 +92,8 @@ import Testing
     @Test(arguments: [
         ("512345", "412345"), ("50", "50"), ("501234", "501234"), ("272099", "272100"), ("489537", "4895370"),
         ("48953a", "48953a"), ("378282", "378282"), ("549999", "560000"),
+        // Both ends Mastercard, but in its two blocks, with Visa's and other schemes' BINs between them.
+        ("272000", "510000"), ("2221", "5599"),
     ])
     func invalidRanges(_ low: String, _ high: String) {
         #expect(throws: CardError.self) { try TokenBINRange(low: low, high: high) }
