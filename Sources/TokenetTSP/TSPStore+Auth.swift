@@ -36,7 +36,17 @@ struct CredentialRefusal: Sendable, Equatable {
 /// with the DataVault, bound to their credential id). Each check runs its state machine and persists the new state
 /// in the same transaction, before the caller answers: a code is never accepted twice, also across a restart.
 extension TSPStore {
-    static func activationDigest(referenceID: String, code: String) throws -> [UInt8] {
+    /// An activation code as stored: keyed with the vault, as a one-time code is (`OTPCode.digest`), so that a copy of
+    /// the database does not give the code away. Unkeyed, its reference id beside it, a code's 49 bits could be
+    /// searched for within its hour, and the code exchanged for the account's credentials.
+    func activationDigest(referenceID: String, code: String) throws -> [UInt8] {
+        try vault.digest(
+            Array("\(referenceID):\(ActivationCode.normalized(code))".utf8), purpose: "activation-code-v2")
+    }
+
+    /// The unkeyed form codes were stored in before: a code issued then and still valid (for its hour across an
+    /// upgrade) is checked against it.
+    static func legacyActivationDigest(referenceID: String, code: String) throws -> [UInt8] {
         try SHA256.hash(Array("activation-code:\(referenceID):\(ActivationCode.normalized(code))".utf8))
     }
 
@@ -47,7 +57,7 @@ extension TSPStore {
         issuerID: String, userID: String, _ enrolments: [(accountID: String, referenceID: String, code: String)],
         expiresAtMs: UInt64, attempts: Int, nowMs: UInt64
     ) throws {
-        let digests = try enrolments.map { try Self.activationDigest(referenceID: $0.referenceID, code: $0.code) }
+        let digests = try enrolments.map { try activationDigest(referenceID: $0.referenceID, code: $0.code) }
         try database.transaction { tx in
             for (enrolment, digest) in zip(enrolments, digests) {
                 try register(
@@ -92,7 +102,8 @@ extension TSPStore {
         issuerID: String, referenceID: String, code: String, displayName: String, user: ProvisionedCredential,
         device: ProvisionedCredential, nowMs: UInt64
     ) throws -> ActivationAnswer {
-        let digest = try Self.activationDigest(referenceID: referenceID, code: code)
+        let digest = try activationDigest(referenceID: referenceID, code: code)
+        let legacy = try Self.legacyActivationDigest(referenceID: referenceID, code: code)
         return try database.transaction { tx in
             guard
                 let row = try tx.queryOne(
@@ -109,7 +120,8 @@ extension TSPStore {
             var machine = ActivationCodeStateMachine(
                 state: .init(
                     status: status, attemptsLeft: Int(try row.int64(4)), expiresAtMs: UInt64(try row.int64(3))))
-            let matches = HMAC.constantTimeEquals(try row.blob(2), digest)
+            let stored = try row.blob(2)
+            let matches = HMAC.constantTimeEquals(stored, digest) || HMAC.constantTimeEquals(stored, legacy)
             var answer = ActivationAnswer.refused(userID: userID, accountID: accountID, .expired)
             for action in machine.codeSubmitted(matches: matches, nowMs: nowMs) {
                 switch action {

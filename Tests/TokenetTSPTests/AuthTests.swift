@@ -509,6 +509,33 @@ import TokenetWire
         #expect(!contains(database, Array(activation.activationCode.utf8)))
     }
 
+    /// An activation code is stored keyed with the vault, as a one-time code is: its unkeyed hash, its reference
+    /// id beside it, could be searched for within the code's hour by whoever read the database. A code stored
+    /// unkeyed before an upgrade still activates for the rest of its life.
+    @Test func anActivationCodeIsStoredKeyedAndAnOlderUnkeyedOneStillWorks() async throws {
+        let auth = try await Auth.make()
+        let store = try TSPStore.open(
+            path: auth.harness.directory + "/tsp.sqlite",
+            key: try TSPKeyFiles.loadVault(dataDirectory: auth.harness.directory))
+        let activation = try await auth.enrol()[0]
+        let (reference, code) = (activation.referenceID, activation.activationCode)
+        let stored: [UInt8] = try #require(
+            try store.database.queryOne(
+                "SELECT code_digest FROM auth_enrolments WHERE reference_id = ?", [reference]
+            )?.get(0))
+        #expect(stored == (try store.activationDigest(referenceID: reference, code: code)))
+        #expect(stored != (try TSPStore.legacyActivationDigest(referenceID: reference, code: code)))
+
+        let older = try await auth.enrol("ch-bob", ["acc-2"])[0]
+        _ = try store.database.execute(
+            "UPDATE auth_enrolments SET code_digest = ? WHERE reference_id = ?",
+            [
+                try TSPStore.legacyActivationDigest(referenceID: older.referenceID, code: older.activationCode),
+                older.referenceID,
+            ])
+        #expect(try await auth.activate(older).result == .success)
+    }
+
     private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard !needle.isEmpty, haystack.count >= needle.count else { return false }
         for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
