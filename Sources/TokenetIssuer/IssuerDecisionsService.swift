@@ -12,6 +12,8 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
     let tsp: TSPLink
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Wrong security codes per card, across eligibility checks and digitizations.
+    let securityCodes = SecurityCodeAttempts()
 
     func checkCardEligibility(
         _ request: IssuerV1.CardEligibilityRequest, context: ServerContext
@@ -22,7 +24,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let stored = try store.card(matching: pan)
         let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
         let (eligible, reason) = IssuerEligibility.evaluate(
-            presented: card, stored: stored, renewed: renewed, asOf: now())
+            presented: card, stored: stored, renewed: renewed, asOf: now(), attempts: securityCodes)
         logger.withTraceID(context.traceID).info(
             "eligibility checked",
             ["card": stored?.id ?? "unknown", "last4": card.last4, "eligible": "\(eligible)"])
@@ -46,7 +48,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let outcome: DigitizationOutcome
         let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
         let (eligible, reason) = IssuerEligibility.evaluate(
-            presented: card, stored: stored, renewed: renewed, asOf: now())
+            presented: card, stored: stored, renewed: renewed, asOf: now(), attempts: securityCodes)
         if let stored, eligible {
             outcome = DigitizationPolicy.decide(
                 stored.rule, risk: risk, contact: stored.contact, heldSuspension: request.heldSuspension != nil)

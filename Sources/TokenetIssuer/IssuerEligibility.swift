@@ -24,11 +24,39 @@ enum IssuerEligibility {
         guard let expiry = try? card.expiry(), expiry == stored.expiry else {
             return (false, "the expiry date does not match the issuer's records for the card ending \(last4)")
         }
-        if let cvv2 = card.cvv2, !cvv2.isEmpty, cvv2 != stored.cvc {
+        if securityCodeMatches(card, stored) == false {
             return (false, "the security code does not match the issuer's records for the card ending \(last4)")
         }
         if let reason = stored.notEligibleReason { return (false, reason) }
         if expiry.hasPassed(asOf: date) { return (false, "the card ending \(last4) expired in \(expiry)") }
         return (true, "")
+    }
+
+    /// Whether the presented security code is the card's (compared in constant time), or nil when none came.
+    static func securityCodeMatches(_ card: CardData, _ stored: StoredCard) -> Bool? {
+        guard let cvv2 = card.cvv2, !cvv2.isEmpty else { return nil }
+        return HMAC.constantTimeEquals(Array(cvv2.utf8), Array(stored.cvc.utf8))
+    }
+
+    /// `evaluate`, with the card's wrong security codes counted in `attempts` and the card refused once they pass
+    /// the limit (`SecurityCodeAttempts`).
+    static func evaluate(
+        presented card: CardData, stored: StoredCard?, renewed: StoredCard?, asOf date: Date,
+        attempts: SecurityCodeAttempts
+    ) -> (Bool, String) {
+        if let stored, renewed == nil {
+            if let until = attempts.lockedUntil(stored.id, asOf: date) {
+                return (
+                    false,
+                    "too many wrong security codes for the card ending \(String(card.accountNumber.suffix(4))) "
+                        + "(\(SecurityCodeAttempts.limit) within 24 hours): the issuer refuses it until "
+                        + "\(until.formatted(Date.ISO8601FormatStyle()))"
+                )
+            }
+            if let matches = securityCodeMatches(card, stored) {
+                attempts.record(stored.id, wrong: !matches, at: date)
+            }
+        }
+        return evaluate(presented: card, stored: stored, renewed: renewed, asOf: date)
     }
 }

@@ -110,4 +110,33 @@ import TokenetCard
         let later = Date(timeIntervalSince1970: 1_900_000_000)
         #expect(IssuerEligibility.evaluate(presented: try card(number, expiry), stored: stored, asOf: later).0 == false)
     }
+
+    /// Past five wrong security codes within a day, a card is refused whatever code comes, so that its code cannot be
+    /// found by trying them all (the answer names a wrong code); a right code before that forgets the count.
+    @Test func wrongSecurityCodesLockTheCard() throws {
+        let store = try Support.store()
+        let (_, number, expiry) = Cards.visaApprove
+        let stored = try store.card(matching: try PAN(number))
+        func check(_ cvv2: String, at date: Date, _ attempts: SecurityCodeAttempts) throws -> (Bool, String) {
+            let card = CardData(pan: try PAN(number), expiry: try CardExpiry(parsing: expiry), cvv2: cvv2)
+            return IssuerEligibility.evaluate(
+                presented: card, stored: stored, renewed: nil, asOf: date, attempts: attempts)
+        }
+        let now = Support.now
+        let attempts = SecurityCodeAttempts()
+        for wrong in ["111", "222", "333", "444"] { #expect(try check(wrong, at: now, attempts).0 == false) }
+        // A right code forgets the four wrong ones.
+        #expect(try check("123", at: now, attempts) == (true, ""))
+        for wrong in ["111", "222", "333", "444", "555"] {
+            #expect(try check(wrong, at: now, attempts).1.contains("security code does not match"))
+        }
+        let locked = try check("123", at: now.addingTimeInterval(60), attempts)
+        #expect(locked.0 == false)
+        #expect(
+            locked.1.hasPrefix(
+                "too many wrong security codes for the card ending 0009 (5 within 24 hours): the issuer refuses it "
+                    + "until "), "\(locked.1)")
+        // A day after the last wrong code the card is the cardholder's again.
+        #expect(try check("123", at: now.addingTimeInterval(24 * 3600 + 1), attempts) == (true, ""))
+    }
 }
