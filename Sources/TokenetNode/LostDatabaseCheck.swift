@@ -22,7 +22,9 @@ public enum LostDatabaseCheck {
         } else {
             return nil
         }
-        guard (Self.size(of: path + "-wal") ?? 0) == 0,
+        // A write-ahead log beside an empty file holds what SQLite has not yet copied into it; beside no file at all
+        // it is what is left of a database deleted while its node ran, which says the data was lost, not kept.
+        guard found == "is missing" || (Self.size(of: path + "-wal") ?? 0) == 0,
             let attributes = try? files.attributesOfItem(atPath: directory + "/" + marker)
         else { return nil }
         let since = (attributes[.modificationDate] as? Date).map {
@@ -32,6 +34,21 @@ public enum LostDatabaseCheck {
             + "before: if the node held data, its database was lost or cut short, and the node starts with an empty "
             + "one. Stop it and restore \(database) from a backup (with its keys), or ignore this if the node never "
             + "finished its first start, or if the file was moved aside on purpose to start empty"
+    }
+
+    /// The write-ahead log and shared-memory index of a database that is missing (deleted while its node ran), moved
+    /// aside (`NAME-wal.orphaned-SECONDS`) before SQLite creates a new database beside them, which would take the
+    /// old log for its own. Returns the names they were moved to.
+    public static func setAsideLeftovers(directory: String, database: String) -> [String] {
+        let path = directory + "/" + database
+        guard isMissing(path) else { return [] }
+        let stamp = Int(Date().timeIntervalSince1970)
+        var moved: [String] = []
+        for suffix in ["-wal", "-shm"] where !isMissing(path + suffix) {
+            let target = "\(path)\(suffix).orphaned-\(stamp)"
+            if rename(path + suffix, target) == 0 { moved.append(target) }
+        }
+        return moved
     }
 
     /// Whether nothing at all is at `path` (a file deleted or moved away): any other failure to look is left to the

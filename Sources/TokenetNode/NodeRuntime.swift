@@ -136,11 +136,18 @@ public final class NodeRuntime: Sendable {
             throw NodeError(.config, problem)
         }
         let lock = try DataDirectoryLock(directory: dataDirectory)
-        if let database = spec.database,
-            let warning = LostDatabaseCheck.warning(
+        if let database = spec.database {
+            if let warning = LostDatabaseCheck.warning(
                 directory: dataDirectory, database: database.file, marker: database.marker)
-        {
-            logger.warning(warning)
+            {
+                logger.warning(warning)
+            }
+            let moved = LostDatabaseCheck.setAsideLeftovers(directory: dataDirectory, database: database.file)
+            if !moved.isEmpty {
+                logger.warning(
+                    "the write-ahead log of a database that is missing was moved aside, so that the new database does "
+                        + "not take it for its own", ["moved_to": moved.joined(separator: ",")])
+            }
         }
         // The issuers routed by id are peers too: `--issuer bank-a=HOST:PORT` alone logged `peers=none`.
         let peerText =

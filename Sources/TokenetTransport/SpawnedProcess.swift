@@ -103,11 +103,14 @@ public final class SpawnedProcess: Sendable {
     /// Starts `executable` (a path: no search of PATH) with `arguments`, and with `environment` when given, else
     /// this process's environment; in `workingDirectory` when given, else in this process's.
     ///
-    /// `ownProcessGroup` puts the child in a new process group, as `Process` does.
+    /// `ownProcessGroup` puts the child in a new process group, as `Process` does. `blockedSignals` start blocked
+    /// in the child (every other signal unblocked, and all at their default action): for a child that takes them
+    /// itself once it runs (a node holds its stop signals from its first line), so that one sent before then waits
+    /// for it instead of killing it half-started.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
         workingDirectory: String? = nil, standardInput: Stream = .inherit, standardOutput: Stream = .inherit,
-        standardError: Stream = .inherit, ownProcessGroup: Bool = true
+        standardError: Stream = .inherit, ownProcessGroup: Bool = true, blockedSignals: [Int32] = []
     ) throws(SpawnError) {
         self.executable = executable
         // For each of 0, 1 and 2: the descriptor the child duplicates onto it (nil: the parent's own), and the
@@ -122,7 +125,7 @@ public final class SpawnedProcess: Sendable {
             }
             pid = try Self.spawn(
                 executable, arguments, environment: environment, workingDirectory: workingDirectory, sources: sources,
-                ownProcessGroup: ownProcessGroup)
+                ownProcessGroup: ownProcessGroup, blockedSignals: blockedSignals)
         } catch {
             for case let descriptor? in parentEnds { close(descriptor) }
             throw error
@@ -256,7 +259,7 @@ public final class SpawnedProcess: Sendable {
 
     private static func spawn(
         _ executable: String, _ arguments: [String], environment: [String: String]?, workingDirectory: String?,
-        sources: [Int32?], ownProcessGroup: Bool
+        sources: [Int32?], ownProcessGroup: Bool, blockedSignals: [Int32]
     ) throws(SpawnError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -271,9 +274,10 @@ public final class SpawnedProcess: Sendable {
         }
         if failure == 0 { failure = ctk_spawn_actions_close_from(&actions, 3) }
         if let workingDirectory, failure == 0 { failure = ctk_spawn_actions_chdir(&actions, workingDirectory) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        if failure == 0 { failure = posix_spawnattr_setsigmask(&attributes, &none) }
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        for number in blockedSignals { sigaddset(&blocked, number) }
+        if failure == 0 { failure = posix_spawnattr_setsigmask(&attributes, &blocked) }
         var all = sigset_t()
         sigfillset(&all)
         if failure == 0 { failure = posix_spawnattr_setsigdefault(&attributes, &all) }

@@ -16,6 +16,8 @@ final class ChildProcess: @unchecked Sendable {
     private let executable: URL
     private let arguments: [String]
     private let environment: [String: String]?
+    /// Signals the child starts with blocked (`SpawnedProcess`): a node's stop signals.
+    private let blockedSignals: [Int32]
     private var process: SpawnedProcess?
 
     /// Output goes to `logDirectory/LOGNAME.stdout.log` and `.stderr.log`; `logName` is the name unless given (a node
@@ -23,8 +25,9 @@ final class ChildProcess: @unchecked Sendable {
     /// environment of the process; otherwise it inherits this one's.
     init(
         name: String, executable: URL, arguments: [String], logDirectory: URL, logName: String? = nil,
-        environment: [String: String]? = nil
+        environment: [String: String]? = nil, blockedSignals: [Int32] = []
     ) {
+        self.blockedSignals = blockedSignals
         self.name = name
         self.stdoutURL = logDirectory.appendingPathComponent("\(logName ?? name).stdout.log")
         self.stderrURL = logDirectory.appendingPathComponent("\(logName ?? name).stderr.log")
@@ -43,7 +46,8 @@ final class ChildProcess: @unchecked Sendable {
         do {
             process = try SpawnedProcess(
                 executable.path, arguments, environment: environment, standardInput: .nullDevice,
-                standardOutput: .file(stdoutURL.path), standardError: .file(stderrURL.path))
+                standardOutput: .file(stdoutURL.path), standardError: .file(stderrURL.path),
+                blockedSignals: blockedSignals)
         } catch {
             throw CLIError(.setup, "cannot start \(name) (\(executable.path))", cause: DemoCause(error.reason))
         }

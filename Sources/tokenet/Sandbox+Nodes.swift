@@ -41,8 +41,11 @@ extension Sandbox {
         arguments += extraArguments
 
         let executable = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name)
+        // Its stop signals blocked from the start: the node takes them once its first line runs, and one that came
+        // before (a Ctrl-C a few milliseconds after the launch) killed it half-started.
         let process = ChildProcess(
-            name: spec.name, executable: executable, arguments: arguments, logDirectory: directory, logName: logName)
+            name: spec.name, executable: executable, arguments: arguments, logDirectory: directory, logName: logName,
+            blockedSignals: StopSignalWatcher.stopSignals)
         try process.launch()
         do {
             return (process, try waitUntilReady(process, readyFile: readyFile.path, spec: spec))

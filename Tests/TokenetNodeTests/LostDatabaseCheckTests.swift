@@ -30,6 +30,19 @@ import TokenetTestSupport
         try FileManager.default.removeItem(atPath: dir + "/tsp.sqlite")
         let missing = try #require(warning())
         #expect(missing.hasPrefix("\(dir)/tsp.sqlite is missing, though m.key (from "), "\(missing)")
+        // Deleted while its node ran, it leaves its write-ahead log: still lost, and the log is moved aside before
+        // SQLite makes a new database beside it.
+        _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite-wal", contents: Data(repeating: 1, count: 32))
+        _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite-shm", contents: Data(repeating: 1, count: 32))
+        #expect(warning()?.hasPrefix("\(dir)/tsp.sqlite is missing") == true)
+        let moved = LostDatabaseCheck.setAsideLeftovers(directory: dir, database: "tsp.sqlite")
+        #expect(moved.count == 2 && moved.allSatisfy { $0.contains(".orphaned-") }, "\(moved)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/tsp.sqlite-wal"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/tsp.sqlite-shm"))
+        // Beside a database that is there, nothing is moved.
+        _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite", contents: Data(repeating: 0, count: 4096))
+        _ = FileManager.default.createFile(atPath: dir + "/tsp.sqlite-wal", contents: Data(repeating: 1, count: 32))
+        #expect(LostDatabaseCheck.setAsideLeftovers(directory: dir, database: "tsp.sqlite").isEmpty)
     }
 
     /// The node says it at start, and starts.

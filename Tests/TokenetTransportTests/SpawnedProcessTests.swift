@@ -198,4 +198,15 @@ import TokenetTransport
         var status: Int32 = -1
         #expect(waitpid(other, &status, 0) == other && status == 0)
     }
+
+    /// A signal the child starts with blocked waits for it (here, for good: `sleep` never takes it) instead of ending
+    /// it, and every other signal still ends it: a node launched so holds a stop signal sent before its first line.
+    @Test func blockedSignalsWaitForTheChild() throws {
+        let child = try SpawnedProcess("/bin/sleep", ["30"], blockedSignals: [SIGTERM])
+        child.send(SIGTERM)
+        #expect(!child.waitForExit(seconds: 1), "SIGTERM ended a child that started with it blocked")
+        child.send(SIGINT)
+        #expect(child.waitForExit(seconds: 60))
+        #expect(child.termination == SpawnedProcess.Termination(reason: .uncaughtSignal, status: SIGINT))
+    }
 }
