@@ -140,7 +140,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
             } else if case .askCardholder(let body) = action, keptStatus[body.authnRequestID] == nil {
                 entry.action = Self.describeEnded(body)
             } else {
-                entry.action = Self.describe(action)
+                entry.action = Self.describe(action, message.notification)
             }
             notifications.append(entry)
             notificationRows.append(message.row)
@@ -158,7 +158,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
         let row = row ?? (notificationRows.last ?? 0) + 1
         var (entry, action) = Self.classify(notification, arrivedAtMs: arriving ? nowMs : nil)
         apply(action, cardID: notification.cardID, row: row, nowMs: nowMs)
-        entry.action = Self.describe(action)
+        entry.action = Self.describe(action, notification)
         notifications.append(entry)
         notificationRows.append(row)
         if notifications.count > Self.capacity {
@@ -344,6 +344,18 @@ public struct IssuerAppInbox: Sendable, Equatable {
                 authnRequestID: body.authnRequestID, amountMinor: body.amountMinor, currency: body.currency,
                 merchant: body.merchant, status: pending, digitalCardID: digitalCardID),
             row: row, endsAtMs: IssuerRetention.endsAtMs(expiresAtMs: body.expiresAtMs, receivedAtMs: nowMs))
+    }
+
+    /// What the app did with `notification`, for people: a card state also says why and who changed it, as the
+    /// wallet's inbox does ("SUSPENDED (LOST_CARD by issuer)"), which tells a suspension taken over from another.
+    static func describe(_ action: Action, _ notification: TspV1.Notification) -> String {
+        let text = describe(action)
+        guard case .refreshCardState = action, case .cardState(let body)? = notification.body,
+            !body.reasonCode.isEmpty || !body.initiator.isEmpty
+        else { return text }
+        let reason = body.reasonCode.isEmpty ? "" : body.reasonCode
+        let initiator = body.initiator.isEmpty ? "" : "\(reason.isEmpty ? "" : " ")by \(body.initiator)"
+        return "\(text) (\(reason)\(initiator))"
     }
 
     /// What the app did, for people.

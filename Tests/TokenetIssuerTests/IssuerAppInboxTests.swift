@@ -19,6 +19,21 @@ import TokenetWire
         return message
     }
 
+    /// A card state says why and who changed it, as the wallet's inbox does: a suspension taken over by a higher
+    /// party read the same as the one before it.
+    @Test func aCardStateSaysWhyAndWho() {
+        var inbox = IssuerAppInbox()
+        _ = inbox.receive(
+            Self.message(
+                "CARD_STATE",
+                body: .cardState(.init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "issuer"))))
+        _ = inbox.receive(Self.message("CARD_STATE", body: .cardState(.init(tokenState: .active))))
+        #expect(
+            inbox.notifications.map(\.action) == [
+                "card DNITHE1 is now SUSPENDED (LOST_CARD by issuer)", "card DNITHE1 is now ACTIVE",
+            ])
+    }
+
     @Test func eachTypeBecomesItsAction() {
         var inbox = IssuerAppInbox()
         let state = TspV1.CardStateBody(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "issuer")
