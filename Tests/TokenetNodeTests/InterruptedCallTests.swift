@@ -72,7 +72,7 @@ import TokenetTransport
 
     /// A client that leaves during its TLS handshake (a command interrupted while connecting) refused nothing: the
     /// node says so at debug, and writes no "handshake refused" line, which reads as a certificate problem.
-    @Test(.timeLimit(.minutes(5))) func aClientThatLeavesDuringItsHandshakeIsNoRefusal() async throws {
+    @Test func aClientThatLeavesDuringItsHandshakeIsNoRefusal() async throws {
         let data = try TemporaryDirectory()
         let node = try LaunchedProcess.tspNode(in: data, ["--log-level", "debug"])
         defer { node.process.send(SIGKILL) }
@@ -82,13 +82,17 @@ import TokenetTransport
         defer { loop.shutdown() }
         let connection = try await PlainConnection.connect(host: hostPort.host, port: hostPort.port, on: loop)
         await connection.close()
-        do {
-            try await Self.waitForLog(of: node, "handshake abandoned: the peer closed the connection")
-        } catch {
-            // The log says how the node took the close instead (one full run waited out its time limit here).
-            let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
-            Issue.record("\(error); the node's log:\n\(log)")
-            throw error
+        // Within the suite's time limit, so that the node's log says how it took the close instead (one full run
+        // waited out the limit here).
+        let deadline = Date().addingTimeInterval(150)
+        var log = ""
+        while !log.contains("handshake abandoned: the peer closed the connection") {
+            guard Date() < deadline else {
+                Issue.record("no 'handshake abandoned' line in 150 s; the node's log:\n\(log)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
         }
         node.process.send(SIGTERM)
         let log = try await node.waitForExit(limit: 60).stderr
