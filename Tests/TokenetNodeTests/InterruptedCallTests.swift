@@ -85,14 +85,14 @@ import TokenetTransport
         // Within the suite's time limit, so that the node's log says how it took the close instead (one full run
         // waited out the limit here).
         let deadline = Date().addingTimeInterval(150)
-        var log = ""
-        while !log.contains("handshake abandoned: the peer closed the connection") {
+        var written = ""
+        while !written.contains("handshake abandoned: the peer closed the connection") {
             guard Date() < deadline else {
-                Issue.record("no 'handshake abandoned' line in 150 s; the node's log:\n\(log)")
+                Issue.record("no 'handshake abandoned' line in 150 s; the node's log:\n\(written)")
                 return
             }
             try await Task.sleep(for: .milliseconds(20))
-            log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
+            written = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
         }
         node.process.send(SIGTERM)
         let log = try await node.waitForExit(limit: 60).stderr
