@@ -404,6 +404,10 @@ import TokenetWire
         #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 6)
     }
 
+    /// Options whose backoff doubles from 1 ms without jitter, so that the waits a test records are exact.
+    static let doublingFromOneMillisecond = NotificationSubscriber.Options(
+        backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0))
+
     /// Acknowledgements that keep failing (a TSP whose disk is full) are tried again after growing waits, with one
     /// warning for the run of failures: the waits stayed at the initial backoff, each with a warning line.
     @Test func acknowledgementsThatKeepFailingAreRetriedWithGrowingWaitsAndOneWarning() async throws {
@@ -415,9 +419,7 @@ import TokenetWire
             tsp: Self.losingAcknowledgements(Self.caller(harness)), handler: CountingHandler(),
             processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
             logger: Logger(node: "wallet-node", sink: logs),
-            options: .init(
-                backoff: RPCChannel.Backoff(
-                    initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0)),
+            options: Self.doublingFromOneMillisecond,
             sleep: { delay in
                 let count = waits.withLock { waits in
                     waits.append(delay)
@@ -498,9 +500,7 @@ import TokenetWire
             tsp: Self.caller(harness), handler: AlwaysFailing(),
             processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
             logger: Logger(node: "wallet-node", sink: MemoryLogSink()),
-            options: .init(
-                backoff: RPCChannel.Backoff(
-                    initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0)),
+            options: Self.doublingFromOneMillisecond,
             sleep: { delay in
                 let count = waits.withLock { waits in
                     waits.append(delay)
