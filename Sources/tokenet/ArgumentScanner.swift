@@ -58,6 +58,11 @@ struct ArgumentScanner {
             name = String(argument[..<equals])
             inline = String(argument[argument.index(after: equals)...])
         }
+        // Help given a value is said as such by every command: most refused it as "unknown option '--help'", which
+        // read as if --help did not exist.
+        if (name == "--help" && inline != nil) || name.hasPrefix("-h=") {
+            throw CLIError(.usage, "\(command): \(name == "--help" ? "--help" : "-h") takes no value")
+        }
         guard valued.contains(name) else { return .flag(name, inline: inline) }
         guard given.insert(name).inserted || repeatable.contains(name) else {
             throw CLIError(.usage, "\(command): \(name) may be given once")

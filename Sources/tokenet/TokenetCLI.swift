@@ -35,6 +35,8 @@ enum TokenetCLI {
                 return 0
             case "--version":
                 return try versionCommand.run([])
+            case let option where option.hasPrefix("--help=") || option.hasPrefix("-h="):
+                throw CLIError(.usage, "\(option.hasPrefix("-h=") ? "-h" : "--help") takes no value")
             default:
                 guard let command = subcommands.first(where: { $0.name == first }) else {
                     throw CLIError(.usage, unknownCommand(first))
