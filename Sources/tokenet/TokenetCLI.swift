@@ -34,7 +34,8 @@ enum TokenetCLI {
                 printOut(overview)
                 return 0
             case "--version":
-                return try versionCommand.run([])
+                // What follows is refused as `tokenet version` refuses it, not dropped without a word.
+                return try versionCommand.run(Array(arguments.dropFirst()))
             case let option where option.hasPrefix("--help=") || option.hasPrefix("-h="):
                 throw CLIError(.usage, "\(option.hasPrefix("-h=") ? "-h" : "--help") takes no value")
             default:

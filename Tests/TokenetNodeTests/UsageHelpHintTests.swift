@@ -21,6 +21,8 @@ import Testing
             (["scenario", "--help=yes"], "tokenet: scenario: --help takes no value"),
             (["pki", "init", "--help=1"], "tokenet: pki init: --help takes no value"),
             (["list", "127.0.0.1:1", "--help=1"], "tokenet: list: --help takes no value"),
+            // And an argument after --version is refused as `tokenet version` refuses it.
+            (["--version", "x"], "tokenet: version: unexpected argument 'x'"),
         ] {
             let result = try runTokenet(arguments)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
