@@ -7,8 +7,8 @@ import Foundation
 /// gone, and nothing in its log to say so. The node still starts (the file may be empty because the very first start
 /// stopped before it wrote anything), but it says what it found.
 public enum LostDatabaseCheck {
-    /// The warning for `database` in `directory`, or nil: only when the file is missing or holds nothing (and neither
-    /// does its write-ahead log, where SQLite keeps what it has not yet copied into the file), while `marker`, a file
+    /// The warning for `database` in `directory`, or nil: only when the file is missing, or holds nothing and neither
+    /// does its write-ahead log (where SQLite keeps what it has not yet copied into the file), while `marker`, a file
     /// an earlier start left there, exists.
     public static func warning(directory: String, database: String, marker: String) -> String? {
         let files = FileManager.default

@@ -125,7 +125,7 @@ public final class RPCClient: Sendable {
 
     /// Opens a unary call once the connection has room for it: past `RPCConnection.outboundHighWater` bytes
     /// waiting for the peer, the caller waits (within its deadline) instead of adding its request to them. Off the
-    /// fast path, which tries once inline (an async function of its own cost every call about 2,000 instructions).
+    /// fast path, which tries once inline: an async function of its own would allocate a frame on every call.
     nonisolated(nonsending) private func openUnaryOnceRoom<Request: ProtoMessage>(
         _ path: String, _ request: Request, _ options: CallOptions
     ) async throws -> OpenCall {

@@ -47,13 +47,9 @@ extension RPCConnection {
     /// Why cancellation ends the wait: a server handler whose deadline passes is cancelled, and a handler waiting
     /// here for a client that grants nothing would otherwise never see it; its DEADLINE_EXCEEDED status, and the
     /// end of the call, would wait for the client.
-    func waitForSendCapacity(_ id: UInt32) async {
-        await waitForCapacity(of: id)
-    }
-
-    /// `waitForSendCapacity` for a call not yet opened (`id` nil): returns once the outbound buffer is below its
-    /// high-water mark, or once the connection is over, or the waiting task is cancelled.
-    private func waitForCapacity(of id: UInt32?) async {
+    ///
+    /// `id` nil: for a call not yet opened, which waits only for the outbound buffer (`waitForRoomToOpen`).
+    func waitForSendCapacity(_ id: UInt32?) async {
         func mustWait(_ core: Core) -> Bool {
             guard !core.closing else { return false }
             guard let id else { return core.outbound.count > Self.outboundHighWater }
@@ -98,7 +94,7 @@ extension RPCConnection {
         if let served = ServerContext.current?.deadline { deadline = min(deadline ?? served, served) }
         let roomMade = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                await self.waitForCapacity(of: nil)
+                await self.waitForSendCapacity(nil)
                 return true
             }
             if let deadline {
