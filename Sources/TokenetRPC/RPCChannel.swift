@@ -455,7 +455,10 @@ public final class RPCChannel: RPCCaller {
                 // counted as a failure, the connection was lost for the next call, which waited out a backoff.
                 outOfTime = error
             } catch {
-                Task { await client.close() }
+                // Closed gracefully (its hello, then a goaway) and kept for `close()` to wait for: a node stopping
+                // while this attempt waited for the peer's hello exited before an untracked close had run, and its
+                // peer logged a connection closed "before its hello".
+                retire(client)
                 throw error
             }
             outcome = .success(client)
@@ -558,7 +561,7 @@ public final class RPCChannel: RPCCaller {
         }
         for waiter in waiters { waiter.resume() }
         if let change { onLinkChange?(change) }
-        if let unwanted { Task { await unwanted.close() } }
+        if let unwanted { retire(unwanted) }
     }
 
     private func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {

@@ -71,6 +71,43 @@ import TokenetWire
         await channel.close()
     }
 
+    /// A connection whose call gave up while it waited for the peer's hello (a node stopping) is closed
+    /// gracefully, and `close()` waits for that close: its peer sees the hello and a goaway, not a connection cut
+    /// "before its hello" when the process exits.
+    @Test(.timeLimit(.minutes(3))) func anAttemptGivenUpBeforeTheHelloIsClosedBeforeCloseReturns() async throws {
+        let streams = Mutex<[SlowClosingStream]>([])
+        let silentServerEnds = Mutex<[InMemoryByteStream]>([])
+        let channel = RPCChannel(backoff: Self.fastBackoff) {
+            let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+            silentServerEnds.withLock { $0.append(serverEnd) }
+            let stream = SlowClosingStream(clientEnd)
+            streams.withLock { $0.append(stream) }
+            return stream
+        }
+        let call = Task { try await channel.unary(Echo.unary, Scalars(fInt32: 1)) }
+        for _ in 0..<6000 where streams.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(50))
+        call.cancel()
+        _ = await call.result
+        await channel.close()
+        let stream = try #require(streams.withLock { $0.first })
+        #expect(stream.isClosed, "close() returned before the given-up connection had closed")
+        let serverEnd = try #require(silentServerEnds.withLock { $0.first })
+        var decoder = FrameDecoder(maximumFrameSize: 1 << 20)
+        var kinds: [String] = []
+        while stream.isClosed, let chunk = try await serverEnd.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                switch frame.kind {
+                case .hello: kinds.append("hello")
+                case .goaway: kinds.append("goaway")
+                default: kinds.append("other")
+                }
+            }
+        }
+        #expect(kinds == ["hello", "goaway"])
+    }
+
     @Test func connectsLazilyAndSharesOneConnection() async throws {
         let harness = Harness()
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
@@ -457,5 +494,27 @@ import TokenetWire
             #expect(!error.callWasNotProcessed)
         }
         #expect(connector.connections.load(ordering: .relaxed) == 1)
+    }
+}
+
+/// A client's end of an in-memory pipe whose close takes 200 ms, so that a close nobody waits for is still under
+/// way when the test looks.
+private final class SlowClosingStream: ByteStream {
+    private let base: InMemoryByteStream
+    private let closed = Atomic<Bool>(false)
+
+    init(_ base: InMemoryByteStream) { self.base = base }
+
+    var peerIdentity: PeerIdentity? { base.peerIdentity }
+    var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    func read() async throws -> [UInt8]? { try await base.read() }
+    func write(_ bytes: [UInt8]) async throws { try await base.write(bytes) }
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws { try await base.write(bytes) }
+
+    func close() async {
+        try? await Task.sleep(for: .milliseconds(200))
+        await base.close()
+        closed.store(true, ordering: .releasing)
     }
 }
