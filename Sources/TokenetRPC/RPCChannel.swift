@@ -233,7 +233,7 @@ public final class RPCChannel: RPCCaller {
         let stream: ResponseStream<Response>
         let first = try await client(for: options)
         do {
-            stream = try first.serverStreaming(method, request, options: options)
+            stream = try await first.serverStreaming(method, request, options: options)
         } catch let error as RPCError where error.callMetAClosingConnection {
             retire(first)
             guard let again = Self.sendingAgain(options, since: started) else { throw error }

@@ -13,10 +13,10 @@ extension RPCClient {
     }
 
     /// One request, any number of responses.
-    public func serverStreaming(path: String, request: Data, options: CallOptions = CallOptions()) throws
+    public func serverStreaming(path: String, request: Data, options: CallOptions = CallOptions()) async throws
         -> RawResponseStream
     {
-        try bidirectional(path: path, requests: [request], options: options)
+        try await bidirectional(path: path, requests: [request], options: options)
     }
 
     /// Every message of `requests` (possibly none), then one response.
@@ -48,12 +48,25 @@ extension RPCClient {
         }
     }
 
-    /// Sends every message of `requests`, ends the requests, and streams the responses.
-    public func bidirectional(path: String, requests: [Data], options: CallOptions = CallOptions()) throws
+    /// Sends every message of `requests`, ends the requests, and streams the responses. Each request waits for
+    /// room first, as in `clientStreaming(path:requests:options:)`.
+    public func bidirectional(path: String, requests: [Data], options: CallOptions = CallOptions()) async throws
         -> RawResponseStream
     {
         let call = try open(path, options)
-        for request in requests { connection.sendRequest(call.id, request) }
+        let connection = connection
+        await withTaskCancellationHandler {
+            for request in requests {
+                await connection.waitForSendCapacity(call.id)
+                if Task.isCancelled { break }
+                connection.sendRequest(call.id, request)
+            }
+        } onCancel: {
+            connection.cancelCallWhenCancelled(call.id, reason: "cancelled by the caller")
+        }
+        if Task.isCancelled {
+            throw RPCError(.cancelled, "the calling task was cancelled while the requests of \(path) were being sent")
+        }
         connection.endRequests(call.id)
         return RawResponseStream(call: call, connection: connection)
     }

@@ -115,7 +115,7 @@ public final class RPCClient: Sendable {
                     method.path, options, onlyRequest: .packable(packable), callerFlushes: true, unlessFull: true)
             }
         } catch let error as RPCError where error.cause is RPCConnection.NoRoomToOpen {
-            call = try await openUnaryOnceRoom(method.path, request, options)
+            call = try await openOnceRoom(method.path, request, options, callerFlushes: true)
         }
         await connection.flushNow()
         return try await withCancellation(call.id) {
@@ -123,18 +123,21 @@ public final class RPCClient: Sendable {
         }
     }
 
-    /// Opens a unary call once the connection has room for it: past `RPCConnection.outboundHighWater` bytes
-    /// waiting for the peer, the caller waits (within its deadline) instead of adding its request to them. Off the
-    /// fast path, which tries once inline: an async function of its own would allocate a frame on every call.
-    nonisolated(nonsending) private func openUnaryOnceRoom<Request: ProtoMessage>(
-        _ path: String, _ request: Request, _ options: CallOptions
+    /// Opens a call with its only request once the connection has room for it: past
+    /// `RPCConnection.outboundHighWater` bytes waiting for the peer, the caller waits (within its deadline) instead of
+    /// adding its request to them. Off the fast path, which tries once inline: an async function of its own would
+    /// allocate a frame on every call.
+    nonisolated(nonsending) private func openOnceRoom<Request: ProtoMessage>(
+        _ path: String, _ request: Request, _ options: CallOptions, callerFlushes: Bool
     ) async throws -> OpenCall {
         var options = options
         while true {
             options.timeout = try await connection.waitForRoomToOpen(path, timeout: options.timeout)
             do {
                 return try request.withPackable { packable in
-                    try open(path, options, onlyRequest: .packable(packable), callerFlushes: true, unlessFull: true)
+                    try open(
+                        path, options, onlyRequest: .packable(packable), callerFlushes: callerFlushes,
+                        unlessFull: true)
                 }
             } catch let error as RPCError where error.cause is RPCConnection.NoRoomToOpen {
                 continue
@@ -142,13 +145,20 @@ public final class RPCClient: Sendable {
         }
     }
 
-    public func serverStreaming<Request, Response>(
+    /// Opens a server-streaming call with its request; like a unary call, it waits for room first while the peer
+    /// has not read what this side sent.
+    nonisolated(nonsending) public func serverStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         _ request: Request,
         options: CallOptions = CallOptions()
-    ) throws -> ResponseStream<Response> {
-        let call = try request.withPackable { packable in
-            try open(method.path, options, onlyRequest: .packable(packable))
+    ) async throws -> ResponseStream<Response> {
+        let call: OpenCall
+        do {
+            call = try request.withPackable { packable in
+                try open(method.path, options, onlyRequest: .packable(packable), unlessFull: true)
+            }
+        } catch let error as RPCError where error.cause is RPCConnection.NoRoomToOpen {
+            call = try await openOnceRoom(method.path, request, options, callerFlushes: false)
         }
         return ResponseStream(call: call, connection: connection)
     }

@@ -151,7 +151,7 @@ struct BenchClient {
         while monotonicNanoseconds() < window.end {
             let request = BenchV1.StreamRequest(count: Self.streamBatch, size: UInt32(size))
             var received: UInt32 = 0
-            for try await reply in try client.serverStreaming(
+            for try await reply in try await client.serverStreaming(
                 BenchV1.Bench.stream, request, options: options.callOptions)
             {
                 guard received < Self.streamBatch, reply.payload == expected[Int(received)] else {

@@ -256,11 +256,11 @@ enum CallCommand {
             try printResponse(response, target)
         case .serverStreaming:
             try await printStream(
-                try client.serverStreaming(path: target.path, request: requests[0], options: options), target,
+                try await client.serverStreaming(path: target.path, request: requests[0], options: options), target,
                 trace: trace)
         case .bidirectionalStreaming:
             try await printStream(
-                try client.bidirectional(path: target.path, requests: requests, options: options), target,
+                try await client.bidirectional(path: target.path, requests: requests, options: options), target,
                 trace: trace)
         }
     }

@@ -165,13 +165,14 @@ extension ScenarioRunner {
             try collector.add(
                 try await client.clientStreaming(path: target.path, requests: requests, options: options), target)
         case .serverStreaming:
-            for try await response in try client.serverStreaming(
+            for try await response in try await client.serverStreaming(
                 path: target.path, request: requests[0], options: options)
             {
                 try collector.add(response, target)
             }
         case .bidirectionalStreaming:
-            for try await response in try client.bidirectional(path: target.path, requests: requests, options: options)
+            for try await response in try await client.bidirectional(
+                path: target.path, requests: requests, options: options)
             {
                 try collector.add(response, target)
             }

@@ -50,10 +50,10 @@ final class ScenarioWatchStream: Sendable {
             let requests = try CallCommand.encode(texts, as: target, from: "the line")
             switch target.kind {
             case .serverStreaming:
-                responses = try session.client.serverStreaming(
+                responses = try await session.client.serverStreaming(
                     path: target.path, request: requests[0], options: callOptions)
             case .bidirectionalStreaming:
-                responses = try session.client.bidirectional(
+                responses = try await session.client.bidirectional(
                     path: target.path, requests: requests, options: callOptions)
             case .unary, .clientStreaming:
                 throw CLIError(.usage, "watch \(name): \(path) answers once; call it instead")

@@ -284,7 +284,7 @@ import TokenetWire
         let client = RPCClient(
             stream: try await TLSConnection.connect(
                 host: address.host, port: address.port, context: context, on: loop))
-        let stream = try client.serverStreaming(TspV1.Notifications.subscribe, TspV1.SubscribeRequest())
+        let stream = try await client.serverStreaming(TspV1.Notifications.subscribe, TspV1.SubscribeRequest())
         // The stream is open once the queue reports its subscriber connected.
         for _ in 0..<500 {
             let status = try await client.unary(

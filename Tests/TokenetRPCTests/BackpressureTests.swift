@@ -22,7 +22,7 @@ import TokenetWire
             }
         }
         let (_, client, _) = InMemoryCallTests.connect(router)
-        let responses = try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 300))
+        let responses = try await client.serverStreaming(Echo.serverStream, Scalars(fUint32: 300))
         // Wait until the sender stops making progress (it is blocked), however slow the machine is.
         var sentWhileNotReading = -1
         for _ in 0..<100 {

@@ -106,7 +106,7 @@ import TokenetWire
         }
         let (server, client, serving) = InMemoryCallTests.connect(
             router, callLog: { record in log.withLock { $0.append(record) } })
-        var responses = try client.serverStreaming(Echo.serverStream, Scalars()).makeAsyncIterator()
+        var responses = try await client.serverStreaming(Echo.serverStream, Scalars()).makeAsyncIterator()
         #expect(try await responses.next()?.fInt32 == 1)
         server.shutdown()
         await #expect(throws: RPCError.self) { _ = try await responses.next() }

@@ -60,8 +60,8 @@ import TokenetWire
             #expect(
                 error.message.contains("tokenet://issuer/issuer-2, not tokenet://issuer/issuer-1"), "\(error.message)")
         }
-        #expect(throws: RPCError.self) {
-            _ = try client.serverStreaming(Echo.serverStream, Scalars(), options: Self.expecting(Self.issuer1))
+        await #expect(throws: RPCError.self) {
+            _ = try await client.serverStreaming(Echo.serverStream, Scalars(), options: Self.expecting(Self.issuer1))
         }
         // The connection itself is fine: a call without an expectation, or expecting issuer-2, goes through.
         _ = try await client.unary(Echo.unary, Scalars(), options: Self.expecting(Self.issuer2))

@@ -64,7 +64,7 @@ import TokenetWire
     @Test func serverStreamingCall() async throws {
         let (_, client, _) = Self.connect(Self.echoRouter)
         var received: [Int32] = []
-        for try await response in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 5)) {
+        for try await response in try await client.serverStreaming(Echo.serverStream, Scalars(fUint32: 5)) {
             received.append(response.fInt32)
         }
         #expect(received == [0, 1, 2, 3, 4])

@@ -96,7 +96,7 @@ import TokenetWire
         #expect(answered == 200)
         // A long server stream on the same connection arrives complete and in order.
         var received: [Int32] = []
-        for try await item in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 20_000)) {
+        for try await item in try await client.serverStreaming(Echo.serverStream, Scalars(fUint32: 20_000)) {
             received.append(item.fInt32)
         }
         #expect(received == Array(0..<20_000))
@@ -116,7 +116,7 @@ import TokenetWire
         #expect(error?.code == .permissionDenied)
         #expect(error?.message.contains("plaintext") == true)
         var streamed = 0
-        for try await _ in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 3)) { streamed += 1 }
+        for try await _ in try await client.serverStreaming(Echo.serverStream, Scalars(fUint32: 3)) { streamed += 1 }
         #expect(streamed == 3, "methods open to any peer still answer on the same connection")
         await client.close()
         await harness.stop()

@@ -83,7 +83,7 @@ import TokenetWire
         let client = try await harness.client()
         #expect(try await client.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
         var streamed = 0
-        for try await _ in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 100)) { streamed += 1 }
+        for try await _ in try await client.serverStreaming(Echo.serverStream, Scalars(fUint32: 100)) { streamed += 1 }
         #expect(streamed == 100)
         let sum = try await client.clientStreaming(Echo.clientStream) { writer in
             for value in 1...100 { try await writer.send(Scalars(fInt32: Int32(value))) }

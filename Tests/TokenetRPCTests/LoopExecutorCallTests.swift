@@ -90,7 +90,7 @@ import TokenetWire
             #expect(clientLoop.inEventLoop, "the caller resumes on its loop")
             // Enough messages to need flow-control window updates in both directions.
             var streamed: [Int32] = []
-            for try await response in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 3000)) {
+            for try await response in try await client.serverStreaming(Echo.serverStream, Scalars(fUint32: 3000)) {
                 streamed.append(response.fInt32)
             }
             #expect(streamed == Array(0..<3000))

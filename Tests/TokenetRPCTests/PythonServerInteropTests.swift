@@ -108,7 +108,7 @@ import TokenetWire
         if window > 0 { settings.initialStreamWindow = window }
         let client = RPCClient(stream: try await connect("plain"), settings: settings)
         var count = 0
-        for try await response in try client.serverStreaming(Health.watch, Request(service: "200:10000")) {
+        for try await response in try await client.serverStreaming(Health.watch, Request(service: "200:10000")) {
             #expect(response.status == .serving)
             count += 1
         }

@@ -66,10 +66,10 @@ import TokenetWire
         let health = HealthService(services: [])
         health.register(on: &router)
         let (server, client, serving) = InMemoryCallTests.connect(router)
-        let stream = try client.serverStreaming(Echo.serverStream, Scalars())
+        let stream = try await client.serverStreaming(Echo.serverStream, Scalars())
         var responses = stream.makeAsyncIterator()
         #expect(try await responses.next()?.fInt32 == 1)
-        let watch = try client.serverStreaming(HealthV1.Health.watch, HealthV1.HealthCheckRequest())
+        let watch = try await client.serverStreaming(HealthV1.Health.watch, HealthV1.HealthCheckRequest())
         var statuses = watch.makeAsyncIterator()
         #expect(try await statuses.next()?.status == .serving)
         let inFlight = Task { try await client.unary(Echo.unary, Scalars(fInt32: 7)) }

@@ -82,6 +82,56 @@ import TokenetWire
         clientLoop.shutdown()
     }
 
+    /// Server-streaming calls carry their request in the call's opening frames, as unary calls do, and wait for room
+    /// the same way, typed or untyped (`tokenet call`): 16 of them of 900 KB each to a server that reads nothing each
+    /// end DEADLINE_EXCEEDED, and the bytes waiting stay near the high-water mark.
+    @Test func serverStreamsOpenedToAPeerThatReadsNothingWaitForRoom() async throws {
+        let serverLoop = try EventLoop(name: "rpc-stalled-stream-server")
+        let clientLoop = try EventLoop(name: "rpc-stalled-stream-client")
+        let listener = try await PlainListener.bind(on: serverLoop)
+        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let serving = Task { await server.serve(listener: listener) }
+        let client = RPCClient(
+            stream: try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: clientLoop))
+        #expect(try await client.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+        let release = DispatchSemaphore(value: 0)
+        let held = DispatchSemaphore(value: 0)
+        _ = serverLoop.execute {
+            held.signal()
+            _ = release.wait(timeout: .now() + 60)
+        }
+        held.wait()
+
+        let request = Scalars(fUint32: 1, fBytes: Data(repeating: 7, count: 900_000))
+        let options = CallOptions(timeout: .milliseconds(500))
+        var outcomes: [String] = []
+        for index in 0..<16 {
+            do {
+                if index % 2 == 0 {
+                    for try await _ in try await client.serverStreaming(Echo.serverStream, request, options: options) {}
+                } else {
+                    let raw = try await client.serverStreaming(
+                        path: Echo.serverStream.path, request: try request.serializedData(), options: options)
+                    for try await _ in raw {}
+                }
+                outcomes.append("answered")
+            } catch let error as RPCError {
+                outcomes.append("\(error.code)")
+            }
+        }
+        let waiting = client.connection.core.withLock { $0.outbound.count }
+        release.signal()
+        #expect(waiting <= RPCConnection.outboundHighWater + 2 * request.fBytes.count, "\(waiting) bytes wait")
+        #expect(outcomes == Array(repeating: "\(StatusCode.deadlineExceeded)", count: 16))
+
+        await client.close()
+        server.shutdown()
+        await listener.close()
+        serving.cancel()
+        serverLoop.shutdown()
+        clientLoop.shutdown()
+    }
+
     final class Released: Sendable {
         let flag = Atomic(false)
     }

@@ -56,7 +56,7 @@ import TokenetWire
 
         let streamed = Received()
         var count = 0
-        for try await _ in try client.serverStreaming(
+        for try await _ in try await client.serverStreaming(
             Echo.serverStream, Scalars(fUint32: 3), options: streamed.options)
         {
             count += 1

@@ -20,7 +20,7 @@ import TokenetWire
     }
 
     @Test func serverStreaming() async throws {
-        let responses = try Self.client().serverStreaming(
+        let responses = try await Self.client().serverStreaming(
             path: "/tokenet.testing.v1.Echo/ServerStream", request: try Scalars(fUint32: 3).serializedData())
         var received: [Int32] = []
         for try await data in responses { received.append(try Scalars(serializedBytes: data).fInt32) }
@@ -36,7 +36,7 @@ import TokenetWire
 
     @Test func bidirectionalFromAList() async throws {
         let sent = [TestingV1.Choice(pick: .text("a")), TestingV1.Choice(pick: .number(2))]
-        let responses = try Self.client().bidirectional(
+        let responses = try await Self.client().bidirectional(
             path: "/tokenet.testing.v1.Echo/Bidi", requests: try sent.map { try $0.serializedData() })
         var received: [TestingV1.Choice] = []
         for try await data in responses { received.append(try TestingV1.Choice(serializedBytes: data)) }
@@ -103,7 +103,7 @@ import TokenetWire
     @Test(.timeLimit(.minutes(3))) func aCancelledStreamConsumerIsToldCancelled() async throws {
         let started = Started()
         let client = InMemoryCallTests.connect(Self.silentRouter(started)).1
-        let responses = try client.serverStreaming(
+        let responses = try await client.serverStreaming(
             path: "/tokenet.testing.v1.Echo/ServerStream", request: try Scalars().serializedData())
         let consumer = Task {
             var count = 0
@@ -193,7 +193,7 @@ import TokenetWire
 
     @Test func deadlineEndsAServerStream() async throws {
         let client = InMemoryCallTests.connect(Self.endlessRouter).1
-        let responses = try client.serverStreaming(
+        let responses = try await client.serverStreaming(
             path: "/tokenet.testing.v1.Echo/ServerStream", request: Data(),
             options: CallOptions(timeout: .seconds(1)))
         var received = 0
