@@ -46,8 +46,17 @@ extension WireV1.Status {
     /// `ConnectionSettings.minimumMaxFrameSize`). A status that fits is returned as it is. One that does not would
     /// be refused by the peer, with the whole connection: it keeps its code, loses its details and trailers, and
     /// keeps as much of its message as fits, with a note saying it was cut.
+    ///
+    /// A status over `FrameFormat.maximumCallStartSize` bytes whose details and trailers would make more fields
+    /// than `FrameFormat.maximumLargeFrameFields` loses them too, whole message kept: the peer refuses such a frame.
     func fitting(inFrameOf limit: Int) -> WireV1.Status {
-        guard frameSizeBound > limit else { return self }
+        let size = frameSizeBound
+        // The frame's stream id and kind, the code and message; each detail and trailer is a field and two inside.
+        let fields = 4 + 3 * (details.count + trailers.count)
+        if size <= limit, size > FrameFormat.maximumCallStartSize, fields > FrameFormat.maximumLargeFrameFields {
+            return WireV1.Status(code: code, message: message)
+        }
+        guard size > limit else { return self }
         let message = FrameFitting.cut(message, toUTF8Count: limit - Self.frameOverhead, note: Self.cutShortNote)
         return WireV1.Status(code: code, message: message)
     }

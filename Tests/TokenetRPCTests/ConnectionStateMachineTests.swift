@@ -157,6 +157,27 @@ import TokenetWire
         #expect(machine.sendStatus(3, fits) == [.write(Self.frame(3, .status(fits)))])
     }
 
+    /// A status that fits the peer's frames but would be a frame over 64 KiB of more fields than a peer reads in one
+    /// (`FrameFormat.maximumLargeFrameFields`) loses its details and trailers, and keeps its whole message.
+    @Test func aStatusOfTooManyFieldsLosesItsTrailers() throws {
+        var machine = Machine(role: .server)
+        _ = machine.start()
+        _ = machine.receive(Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: WireV1.Settings()))))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        let trailers = [WireV1.MetadataEntry](
+            repeating: WireV1.MetadataEntry(key: "k", value: .text("0123456789")), count: 5000)
+        let status = WireV1.Status(code: .aborted, message: "busy", trailers: trailers)
+        let actions = machine.sendStatus(1, status)
+        guard case .write(let frame)? = actions.first, case .status(let sent)? = frame.kind else {
+            Issue.record("\(actions)")
+            return
+        }
+        #expect(sent == WireV1.Status(code: .aborted, message: "busy"))
+        var decoder = FrameDecoder()
+        decoder.feed(try FrameEncoder().encode(WireV1.Frame(streamID: 1, kind: .status(status))))
+        #expect(throws: WireError.self) { try decoder.nextFrame() }
+    }
+
     /// A client's cancel and goaway reasons come from the application and can be long: each is cut to fit the
     /// peer's frames, keeping the call and the goaway's code, while the caller's own failure keeps the whole reason.
     /// Before the peer's hello, the floor every peer accepts is the limit.

@@ -139,15 +139,32 @@ public struct FrameDecoder: Sendable {
             throw fail(wide)
         }
         // Only a frame larger than the limit can hold a call_start over it: the check costs small frames nothing.
-        if length > FrameFormat.maximumCallStartSize,
-            let (streamID, size) = Self.oversizedCallStart(in: buffer[start..<end]), streamID != 0
-        {
-            consume(through: end)
-            throw WireError(
-                .callStartTooLarge,
-                "call_start of \(size) bytes: the method, metadata and timeout of a call may take at most "
-                    + "\(FrameFormat.maximumCallStartSize) bytes",
-                streamID: streamID, opensCall: true)
+        if length > FrameFormat.maximumCallStartSize {
+            if let (streamID, size) = Self.oversizedCallStart(in: buffer[start..<end]) {
+                // On stream 0 it opens no call, so there is no call to refuse: the connection's error, found unread.
+                guard streamID != 0 else {
+                    throw fail(
+                        WireError(
+                            .invalidMessage,
+                            "a frame of \(length) bytes could not be read: its call_start of \(size) bytes is on "
+                                + "stream 0, which no call may use"))
+                }
+                consume(through: end)
+                throw WireError(
+                    .callStartTooLarge,
+                    "call_start of \(size) bytes: the method, metadata and timeout of a call may take at most "
+                        + "\(FrameFormat.maximumCallStartSize) bytes",
+                    streamID: streamID, opensCall: true)
+            }
+            let limit = FrameFormat.maximumLargeFrameFields
+            if Self.holdsMoreFields(than: limit, in: buffer[start..<end]) {
+                throw fail(
+                    WireError(
+                        .invalidMessage,
+                        "a frame of \(length) bytes holds more than \(limit) fields (each metadata entry, status "
+                            + "detail and unknown field counts): a frame over "
+                            + "\(FrameFormat.maximumCallStartSize) bytes may hold at most \(limit)"))
+            }
         }
         let frame: WireV1.Frame
         do {

@@ -12,6 +12,10 @@ public enum FrameFormat {
     /// strings to build before any check could refuse them; the decoder refuses such a call before it reads it.
     public static let maximumCallStartSize = 65_536
 
+    /// The most fields a frame larger than `maximumCallStartSize` may hold, counted at every level a reader builds
+    /// (`FrameDecoder+FieldCount.swift`): a message frame holds a handful, a status with long words a few dozen.
+    public static let maximumLargeFrameFields = 4096
+
     /// The largest N a 4-byte prefix can express; no maximum can usefully be higher.
     public static let largestExpressibleFrameSize = Int(UInt32.max)
 }
