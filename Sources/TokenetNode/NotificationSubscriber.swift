@@ -238,7 +238,9 @@ public final class NotificationSubscriber: Sendable {
         // broker's retention (the node was away, or fell behind, too long). The messages are gone; what they said
         // (a transaction, an issuer's message) is not resent, so the operator hears of it here.
         let highest = processed.highestSequence
-        if highest > 0, notification.sequence > highest + 1 {
+        // Compared without adding to `highest`: a TSP that sent the largest sequence there is (none of Tokenet's
+        // reaches it) left it in the journal, and the node trapped on the next message after every restart.
+        if highest > 0, notification.sequence > highest, notification.sequence - highest > 1 {
             let (first, last) = (highest + 1, notification.sequence - 1)
             logger.warning(
                 "notifications lost: \(last - first + 1) message(s) of this node's queue at the TSP never came (dropped "

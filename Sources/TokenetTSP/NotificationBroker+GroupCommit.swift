@@ -18,11 +18,18 @@ extension NotificationBroker {
         let weak = WeakBroker(broker: self)
         let wakeup = self.wakeup
         NamedThread.start("tokenet-notification-commit") {
+            // The tick is kept by the clock, not by a wait that ran out: every publish and acknowledgement wakes the
+            // thread, and a TSP that got one a second never dropped a message for its age.
+            var nextTick = DispatchTime.now() + .seconds(1)
             while true {
-                let signalled = wakeup.wait(timeout: .now() + .seconds(1)) == .success
+                _ = wakeup.wait(timeout: nextTick)
                 guard let broker = weak.broker, !broker.isStopped else { return }
-                if !signalled { broker.expireNow() }
-                broker.commitPending(flushWrittenBehind: !signalled)
+                let ticks = DispatchTime.now() >= nextTick
+                if ticks {
+                    broker.expireNow()
+                    nextTick = DispatchTime.now() + .seconds(1)
+                }
+                broker.commitPending(flushWrittenBehind: ticks)
             }
         }
     }

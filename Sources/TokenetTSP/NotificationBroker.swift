@@ -188,8 +188,10 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     /// Commits what is pending and stops the commit thread; later publishes and acknowledgements fail. For a
     /// TSP that closes its database while the process goes on (tests restarting a node in process).
     public func shutDown() {
-        commitPending(flushWrittenBehind: true)
+        // Stopped first, then the last batch: a publish or acknowledgement that came between the two was left with
+        // its writes in a batch nobody took, and its caller waited for good.
         state.withLock { $0.stopped = true }
+        commitPending(flushWrittenBehind: true)
         wakeup.signal()
     }
 
@@ -210,15 +212,22 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
                     return true
                 }
                 switch wake {
-                case nil: continuation.resume(throwing: TSPError(.internal, "the notification broker is shut down"))
+                case nil: continuation.resume(throwing: Self.stoppedError)
                 case true?: wakeup.signal()
                 case false?: break
                 }
             }
+        } catch let error as TSPError where error.code == .unavailable {
+            throw error
         } catch {
             throw TSPError.internal("storing notifications", error)
         }
     }
+
+    /// What a publish or acknowledgement that comes once the broker has stopped is told: the TSP is stopping, and
+    /// the caller tries again once it is back.
+    static let stoppedError = TSPError(
+        .unavailable, "the TSP is stopping: its notification broker takes no more publishes or acknowledgements")
 }
 
 extension NotificationBroker.State {

@@ -146,6 +146,35 @@ import TokenetWire
         #expect(try await stream.take(1).map(\.sequence) == [6])
     }
 
+    /// The age limit is applied on the commit thread's one-second tick also while publishes keep waking it: under
+    /// a publish every 200 ms the tick never came, and nothing was ever dropped for its age.
+    @Test(.timeLimit(.minutes(3))) func messagesExpireByAgeWhilePublishesKeepComing() async throws {
+        let harness = try BrokerHarness.make(retention: NotificationRetention(maxAge: .seconds(60), maxQueued: 100))
+        try await harness.publish(3)
+        harness.clock.advance(seconds: 61)
+        var expired = false
+        let started = ContinuousClock.now
+        while !expired, ContinuousClock.now - started < .seconds(60) {
+            try await harness.publish(1, to: ["wallet/wallet-2"])
+            try await Task.sleep(for: .milliseconds(200))
+            expired = harness.broker.figures(of: "wallet/wallet-1").pending == 0
+        }
+        #expect(expired, "the old messages were still queued after a minute of publishes")
+    }
+
+    /// A publish once the broker has stopped (the TSP stopping) is told UNAVAILABLE, to try again once it is back.
+    @Test func aPublishAfterTheShutdownIsUnavailable() async throws {
+        let harness = try BrokerHarness.make()
+        harness.broker.shutDown()
+        do {
+            try await harness.publish(1)
+            Issue.record("the publish was taken")
+        } catch let error as TSPError {
+            #expect(error.code == .unavailable, "\(error)")
+            #expect(error.message.contains("the TSP is stopping"), "\(error)")
+        }
+    }
+
     /// Large messages to a subscriber that reads nothing are bounded by bytes, not only by count: the oldest go as
     /// soon as the queue holds more, so the broker's memory stays bounded whatever one publisher sends.
     @Test func retentionDropsTheOldestBeyondTheByteBound() async throws {

@@ -209,6 +209,23 @@ import TokenetWire
             "\(logs.lines)")
     }
 
+    /// A journal whose highest sequence is the largest there is (a TSP that sent it; Tokenet's never does) is no
+    /// trap: the next message is handled. Adding one to it trapped the node on every message after each restart.
+    @Test func aJournalAtTheLargestSequenceIsNoTrap() async throws {
+        let harness = try BrokerHarness.make()
+        let journal = harness.directory + "/wallet-journal.log"
+        try "=\(UInt64.max)\n".write(toFile: journal, atomically: true, encoding: .utf8)
+        #expect(try ProcessedNotificationLog(path: journal).highestSequence == UInt64.max)
+        let handler = CountingHandler()
+        let subscriber = try Self.subscriber(Self.caller(harness), handler, journal: journal)
+        _ = try await harness.publish(1)
+        let running = Task { await subscriber.run() }
+        await handler.wait(for: 1)
+        running.cancel()
+        _ = await running.value
+        #expect(handler.received.count == 1)
+    }
+
     /// A message published while a flow is served carries its trace id (the broker fills it in, whatever the
     /// publisher put there), and the receiving node handles it under that trace: the lines its handling logs and
     /// the calls it makes carry it. One published outside any flow is handled under none.
