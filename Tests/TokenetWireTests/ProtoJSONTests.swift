@@ -138,6 +138,8 @@ import TokenetWire
         ("\u{1B}[2J", "unexpected byte 27 at byte 0"),
         (#"{"fInt32": \#u{7F}}"#, "unexpected byte 127 at byte 11"),
         ("é", "unexpected byte 195 at byte 0"),
+        (#"{"fString": "\x"}"#, "invalid escape '\\x'"),
+        (#"{"fString": "\é"}"#, "invalid escape: a backslash before byte 195"),
     ])
     func rejectsWithAMessageNamingTheProblem(json: String, expected: String) {
         do {

@@ -201,7 +201,10 @@ struct JSONParser {
             case UInt8(ascii: "r"): scalars.append("\r")
             case UInt8(ascii: "t"): scalars.append("\t")
             case UInt8(ascii: "u"): scalars.append(try parseUnicodeEscape())
-            default: throw error("invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
+            // A byte outside printable ASCII (a UTF-8 lead byte, a control character) is named by its value: shown as
+            // a character it read as another one (an escaped 'é' was reported as 'Ã').
+            case 0x21...0x7E: throw error("invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
+            default: throw error("invalid escape: a backslash before byte \(escape)")
             }
             run = index
         }
