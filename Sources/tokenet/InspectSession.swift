@@ -69,6 +69,15 @@ final class InspectSession: Sendable {
         }
     }
 
+    /// What a person at a terminal is told when they connect with `--plaintext`, as the nodes say it loudly at
+    /// start: the connection is neither encrypted nor authenticated. Not said to a script or a pipe, whose every call
+    /// would carry the line, nor when stderr goes to a file.
+    static func plaintextWarning(stderrIsTerminal: Bool) -> String? {
+        guard stderrIsTerminal else { return nil }
+        return "tokenet: warning: --plaintext: TLS is off, so nothing sent is encrypted and the node is not "
+            + "authenticated; use it only for local debugging"
+    }
+
     /// The seam where the transports differ; everything above it only sees a `ByteStream`.
     private static func openStream(_ options: InspectOptions, timeout: Duration, _ loop: EventLoop)
         async throws -> any ByteStream
@@ -76,6 +85,7 @@ final class InspectSession: Sendable {
         switch options.transport {
         case .plaintext:
             // Debug only: nodes started with --plaintext. No certificate on either side.
+            if let warning = plaintextWarning(stderrIsTerminal: isatty(2) == 1) { printError(warning) }
             do {
                 return try await PlainConnection.connect(
                     host: options.address.host, port: options.address.port, on: loop,

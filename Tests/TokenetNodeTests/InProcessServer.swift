@@ -6,12 +6,15 @@ import TokenetTransport
 /// Runs `tokenet` against an in-process plaintext server that serves `router`, for what no node does on purpose (a
 /// status code from a later protocol, a handler that reports the metadata it received). `arguments` gets the
 /// server's address; `stdin` is the command's standard input.
+/// With `atTerminal`, `tokenet` runs under `script(1)`, its standard streams a terminal; the result's `stdout` holds
+/// what it wrote to both.
 func runTokenet(
-    servedBy router: RPCRouter, stdin: String = "", _ arguments: (String) -> [String]
+    servedBy router: RPCRouter, stdin: String = "", atTerminal: Bool = false, _ arguments: (String) -> [String]
 ) async throws -> ProcessResult {
     let loop = try EventLoop(name: "tokenet-cli-test")
     let listener = try await PlainListener.bind(on: loop)
-    return try await run(router, on: loop, port: listener.port, stdin: stdin, arguments) { server in
+    return try await run(router, on: loop, port: listener.port, stdin: stdin, atTerminal: atTerminal, arguments) {
+        server in
         await server.serve(listener: listener)
     } close: {
         await listener.close()
@@ -41,7 +44,7 @@ func runTokenet(
 
 private func run(
     _ router: RPCRouter, on loop: EventLoop, port: UInt16, stdin: String = "", standardInput: FileHandle? = nil,
-    _ arguments: (String) -> [String],
+    atTerminal: Bool = false, _ arguments: (String) -> [String],
     serve: @escaping @Sendable (RPCServer) async -> Void, close: () async -> Void
 ) async throws -> ProcessResult {
     // Accepting, serving and the handlers all run on the server's own loop thread: the full suite keeps the shared
@@ -52,7 +55,17 @@ private func run(
     let command = arguments("127.0.0.1:\(port)")
     let result: Result<ProcessResult, any Error>
     do {
-        result = .success(try await offThePool { try runTokenet(command, stdin: stdin, standardInput: standardInput) })
+        if atTerminal {
+            let line = try ([BuiltExecutables.url(of: "tokenet").path] + command)
+                .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+            result = .success(
+                try await offThePool {
+                    try runProgram("/usr/bin/script", ["-qec", line, "/dev/null"])
+                })
+        } else {
+            result = .success(
+                try await offThePool { try runTokenet(command, stdin: stdin, standardInput: standardInput) })
+        }
     } catch {
         result = .failure(error)
     }

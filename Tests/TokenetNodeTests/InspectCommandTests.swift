@@ -612,12 +612,22 @@ func runTokenet(
 func runTokenet(
     _ arguments: [String], stdin: String = "", standardInput: FileHandle? = nil, environment: [String: String]? = nil
 ) throws -> ProcessResult {
+    try runProgram(
+        try BuiltExecutables.url(of: "tokenet").path, arguments, stdin: stdin, standardInput: standardInput,
+        environment: environment)
+}
+
+/// Runs `program` as `runTokenet` runs the built `tokenet`.
+func runProgram(
+    _ program: String, _ arguments: [String], stdin: String = "", standardInput: FileHandle? = nil,
+    environment: [String: String]? = nil
+) throws -> ProcessResult {
     let directory = try TemporaryDirectory()
     let input = directory.path("stdin")
     try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
     // Through posix_spawn, not `Process`: this is the test process's most frequent spawn (`SpawnedProcess`).
     let termination = try SpawnedProcess(
-        try BuiltExecutables.url(of: "tokenet").path, arguments, environment: environment,
+        program, arguments, environment: environment,
         standardInput: standardInput.map { .descriptor($0.fileDescriptor) } ?? .file(input),
         standardOutput: .file(directory.path("stdout")), standardError: .file(directory.path("stderr"))
     ).waitUntilExit(killingAfter: 60)
