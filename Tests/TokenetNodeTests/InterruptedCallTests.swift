@@ -75,13 +75,28 @@ import TokenetTransport
     @Test func aClientThatLeavesDuringItsHandshakeIsNoRefusal() async throws {
         let data = try TemporaryDirectory()
         let node = try LaunchedProcess.tspNode(in: data, ["--log-level", "debug"])
-        defer { node.process.send(SIGKILL) }
+        // Which step a run that outlived the suite's time limit was in (two full runs on a loaded machine did, with
+        // nothing recorded but the limit), with the times, and the node's log.
+        let started = ContinuousClock.now
+        var step = "waiting for the node's ready file"
+        var finished = false
+        defer {
+            node.process.send(SIGKILL)
+            if !finished {
+                let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
+                print(
+                    "aClientThatLeavesDuringItsHandshakeIsNoRefusal ended \(ContinuousClock.now - started) in: \(step); log:\n\(log)"
+                )
+            }
+        }
         let address = try await Self.address(of: node, in: data)
+        step = "connecting (ready after \(ContinuousClock.now - started))"
         let hostPort = try #require(HostPort(parsing: address))
         let loop = try EventLoop(name: "test-left-handshake")
         defer { loop.shutdown() }
         let connection = try await PlainConnection.connect(host: hostPort.host, port: hostPort.port, on: loop)
         await connection.close()
+        step = "waiting for the log line (closed after \(ContinuousClock.now - started))"
         // Within the suite's time limit, so that the node's log says how it took the close instead (one full run
         // waited out the limit here).
         let deadline = Date().addingTimeInterval(150)
@@ -94,8 +109,10 @@ import TokenetTransport
             try await Task.sleep(for: .milliseconds(20))
             written = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
         }
+        step = "waiting for the node to stop (the line came after \(ContinuousClock.now - started))"
         node.process.send(SIGTERM)
         let log = try await node.waitForExit(limit: 60).stderr
+        finished = true
         #expect(!log.contains("handshake refused"), "\(log)")
     }
 
