@@ -87,12 +87,7 @@ extension IssuerCardCareService {
             throw RPCError(
                 .invalidArgument, "digital_card_ids holds an empty id; name each token by its digital card id")
         }
-        let repeated = RepeatedIDs.of(request.digitalCardIds)
-        guard repeated.isEmpty else {
-            throw RPCError(
-                .invalidArgument,
-                "digital_card_ids names \(RepeatedIDs.named(repeated)) more than once; name each token once")
-        }
+        if let refusal = RepeatedIDs.refusal(of: request.digitalCardIds) { throw RPCError(.invalidArgument, refusal) }
         return (request.digitalCardIds, (0, 0))
     }
 }

@@ -8,6 +8,14 @@ public enum RepeatedIDs {
         return ids.filter { !seen.insert($0).inserted && named.insert($0).inserted }
     }
 
+    /// The refusal of a `digital_card_ids` that names a token more than once, naming such tokens; nil when each is
+    /// named once.
+    public static func refusal(of ids: [String]) -> String? {
+        let repeated = of(ids)
+        guard !repeated.isEmpty else { return nil }
+        return "digital_card_ids names \(named(repeated)) more than once; name each token once"
+    }
+
     /// `"a", "b" and 3 more`: at most five ids named.
     public static func named(_ ids: [String]) -> String {
         let shown = ids.prefix(5).map { "\"\($0)\"" }.joined(separator: ", ")

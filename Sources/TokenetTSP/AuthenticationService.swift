@@ -141,7 +141,7 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                 throw TSPError(.invalidArgument, "user_credential_id and device_credential_id are required")
             }
             let removed = try tsp.store.removeCredentials(
-                issuerID: issuerID, ids: [request.userCredentialID, request.deviceCredentialID])
+                issuerID: issuerID, user: request.userCredentialID, device: request.deviceCredentialID)
             log.info(
                 "credentials removed",
                 [

@@ -20,6 +20,10 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 throw TSPError(
                     .invalidArgument, "at most \(LifecycleService.maximumIssuerBatch) tokens per renewal")
             }
+            // As ChangeIssuerTokenStates and GetFundingCards refuse it: the renewal listed such a token twice.
+            if let refusal = RepeatedIDs.refusal(of: request.digitalCardIds) {
+                throw TSPError(.invalidArgument, refusal)
+            }
             // Carried to the wallets and the issuer app in CARD_RENEWAL: an id no listing could show (a line break,
             // a card number) or one of 40 KB, which made the message too large to send after the renewal stood.
             for (field, id) in [("previous_card_id", request.previousCardID), ("new_card_id", request.newCardID)]
@@ -32,6 +36,21 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             let pan: PAN
             do { pan = try card.pan() } catch {
                 throw TSPError(.invalidArgument, "the renewed card number is not valid: \(TSPError.describe(error))")
+            }
+            // The renewed card's expiry goes to the wallets and the issuer app, and replaces the token's funding
+            // card's: an impossible one (month 13, year 1999) or a past one was taken and shown as "13/31".
+            let cardExpiry: CardExpiry
+            do { cardExpiry = try card.expiry() } catch {
+                throw TSPError(
+                    .invalidArgument,
+                    "the renewed card's expiry (month \"\(card.expirationDate.month)\", year "
+                        + "\"\(card.expirationDate.year)\") is not valid: give two digits for the month (01 to 12) and "
+                        + "four for the year")
+            }
+            guard !cardExpiry.hasPassed(asOf: tsp.now()) else {
+                throw TSPError(
+                    .invalidArgument,
+                    "the renewed card expired at the end of \(cardExpiry); a renewal gives the card's new expiry")
             }
             let expiry = "\(card.expirationDate.month)/\(card.expirationDate.year.suffix(2))"
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)
@@ -49,7 +68,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 previousCardID: request.previousCardID, newCardID: request.newCardID, panLast4: pan.last4,
                 expiry: expiry)
             let journaled = try tsp.store.renewFundingCard(
-                request.digitalCardIds, pan: pan, expiry: try? card.expiry(), actor: TokenActor.issuer(owner.id),
+                request.digitalCardIds, pan: pan, expiry: cardExpiry, actor: TokenActor.issuer(owner.id),
                 traceID: context.traceID, nowMs: tsp.nowMs,
                 announce: { renewed in
                     renewed.map { token in
@@ -96,9 +115,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 throw TSPError(
                     .invalidArgument, "give 1 to \(LifecycleService.maximumIssuerBatch) digital_card_ids")
             }
-            guard Set(ids).count == ids.count else {
-                throw TSPError(.invalidArgument, "digital_card_ids names a token twice")
-            }
+            if let refusal = RepeatedIDs.refusal(of: ids) { throw TSPError(.invalidArgument, refusal) }
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)
             var pan: PAN?
             if request.cardData != nil {

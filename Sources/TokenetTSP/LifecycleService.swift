@@ -68,12 +68,7 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             guard !ids.contains("") else {
                 throw TSPError(.invalidArgument, "digital_card_ids holds an empty id; name each token by its id")
             }
-            let repeated = RepeatedIDs.of(ids)
-            guard repeated.isEmpty else {
-                throw TSPError(
-                    .invalidArgument,
-                    "digital_card_ids names \(RepeatedIDs.named(repeated)) more than once; name each token once")
-            }
+            if let refusal = RepeatedIDs.refusal(of: ids) { throw TSPError(.invalidArgument, refusal) }
             let event = try Self.event(request.action)
             let reason = try Self.reason(request.reasonCode)
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)

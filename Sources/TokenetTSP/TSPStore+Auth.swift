@@ -223,11 +223,44 @@ extension TSPStore {
         }
     }
 
-    /// Removes the issuer's credentials with these ids; returns how many there were. A locked credential is refused
-    /// (FAILED_PRECONDITION): removed, its account could be activated again in the app with fresh credentials, and the
-    /// lock, which stands until the issuer lifts it, would be gone without the issuer.
-    func removeCredentials(issuerID: String, ids: [String]) throws -> Int {
+    /// Removes the issuer's pair of credentials with these ids; returns how many there were (0 when both are gone:
+    /// a retry after a lost answer). A locked credential is refused (FAILED_PRECONDITION): removed, its account could
+    /// be activated again in the app with fresh credentials, and the lock, which stands until the issuer lifts it,
+    /// would be gone without the issuer. Two ids that are not one account's pair are refused (INVALID_ARGUMENT) and
+    /// nothing is removed: the user credential of one account and the device credential of another each took half
+    /// of two pairs, and left both accounts unable to log in or to be enrolled for anyone else.
+    func removeCredentials(issuerID: String, user: String, device: String) throws -> Int {
         try database.transaction { tx in
+            let held = try [(user, "user"), (device, "device")].compactMap { id, kind in
+                try tx.queryOne(
+                    "SELECT kind, pair_id, account_id FROM auth_credentials WHERE id = ? AND issuer_id = ?",
+                    [id, issuerID]
+                ).map { row in
+                    (id: id, expected: kind, kind: try row.text(0), pair: try row.text(1), account: try row.text(2))
+                }
+            }
+            for credential in held where credential.kind != credential.expected {
+                throw TSPError(
+                    .invalidArgument,
+                    "\(credential.id) is a \(credential.kind) credential, given as the \(credential.expected) "
+                        + "credential; nothing was removed")
+            }
+            if held.count == 2, held[0].pair != held[1].pair {
+                throw TSPError(
+                    .invalidArgument,
+                    "\(user) and \(device) are not one account's credentials (the user credential is account "
+                        + "\(held[0].account)'s, the device credential account \(held[1].account)'s); nothing was "
+                        + "removed: give the two credentials of the account to remove")
+            }
+            if held.count == 1 {
+                let missing = held[0].expected == "user" ? device : user
+                throw TSPError(
+                    .invalidArgument,
+                    "\(missing) is not one of this issuer's credentials, and \(held[0].id) is account "
+                        + "\(held[0].account)'s: give the two credentials of the account to remove; nothing was "
+                        + "removed")
+            }
+            let ids = [user, device]
             for id in Set(ids) {
                 if let row = try tx.queryOne(
                     "SELECT account_id FROM auth_credentials WHERE id = ? AND issuer_id = ? AND locked != 0",

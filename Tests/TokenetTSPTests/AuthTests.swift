@@ -365,6 +365,40 @@ import TokenetWire
         #expect(try verifier.verify(token, now: auth.harness.clock.now, issuedTo: "bank-a").userID == "ch-alice")
     }
 
+    /// RemoveCredentials removes one account's pair: the user credential of one account with the device credential
+    /// of another removed one of each, and left both accounts unable to log in or to be enrolled for anyone else.
+    /// Such a request, a pair given the wrong way round, or one credential the TSP does not hold with one it does,
+    /// is refused and removes nothing.
+    @Test func onlyOneAccountsPairIsRemoved() async throws {
+        let auth = try await Auth.make()
+        let alice = try await auth.credentials("ch-alice", account: "acc-1")
+        let chloe = try await auth.credentials("ch-chloe", account: "acc-2")
+        let refusals: [(TspV1.RemoveCredentialsRequest, String)] = [
+            (
+                .init(userCredentialID: alice.user.credentialID, deviceCredentialID: chloe.device.credentialID),
+                "are not one account's credentials (the user credential is account acc-1's, the device credential "
+                    + "account acc-2's); nothing was removed"
+            ),
+            (
+                .init(userCredentialID: alice.device.credentialID, deviceCredentialID: alice.user.credentialID),
+                "is a device credential, given as the user credential; nothing was removed"
+            ),
+            (
+                .init(userCredentialID: alice.user.credentialID, deviceCredentialID: "dc-unknown"),
+                "dc-unknown is not one of this issuer's credentials, and \(alice.user.credentialID) is account acc-1's"
+            ),
+        ]
+        for (request, message) in refusals {
+            await expectRPCError(.invalidArgument, message) { try await auth.authentication.removeCredentials(request) }
+        }
+        // Both accounts still log in.
+        #expect(try await auth.login(alice.user, 0, alice.device, 0).result == .success)
+        #expect(try await auth.login(chloe.user, 0, chloe.device, 0).result == .success)
+        let removed = try await auth.authentication.removeCredentials(
+            .init(userCredentialID: chloe.user.credentialID, deviceCredentialID: chloe.device.credentialID))
+        #expect(removed.removed == 2)
+    }
+
     /// An access token is a signed claim, good for 15 minutes: an account removed from the app (or activated again
     /// on another device) kept activating cards with the tokens it had signed in. The token's device credential must
     /// now still exist.

@@ -881,7 +881,9 @@ extension TspV1 {
 
         /// Removes an account's two credentials, as the app does when the cardholder removes the account from it: they log
         /// in no more, and the access tokens they signed in are refused from then on. Credentials the TSP no longer holds
-        /// are not an error (removed counts what was there), so the app can retry after a lost answer.
+        /// are not an error (removed counts what was there), so the app can retry after a lost answer. Two credentials that
+        /// are not one account's pair (two accounts', the pair given the wrong way round, or one the TSP holds with one it
+        /// does not) are INVALID_ARGUMENT, and nothing is removed.
         public static let removeCredentials = MethodDescriptor<TspV1.RemoveCredentialsRequest, TspV1.RemoveCredentialsResponse>(
             service: serviceName, name: "RemoveCredentials", kind: .unary, allowedRoles: ["issuer"]
         )

@@ -945,9 +945,9 @@ extension TspV1 {
         public var panMatches: Bool = false
 
         /// 0 when the TSP answered for this token; otherwise the refusal of this token alone: NOT_FOUND (5) for a token the
-        /// TSP does not know, PERMISSION_DENIED (7) for another issuer's, with token_state UNSPECIFIED and nothing else
-        /// told (not even whether it exists). A TSP from before these were given leaves 0 for an unknown token, and refuses
-        /// the whole call with PERMISSION_DENIED for another issuer's.
+        /// TSP does not know, PERMISSION_DENIED (7) for another issuer's, with token_state UNSPECIFIED and nothing else of
+        /// it told (its state, its card, its wallet). A TSP from before these were given leaves 0 for an unknown token, and
+        /// refuses the whole call with PERMISSION_DENIED for another issuer's.
         public var statusCode: Int32 = 0
 
         public var message: String = ""
@@ -1283,7 +1283,7 @@ extension TspV1 {
         )
 
         /// Up to 10 of the issuer's tokens in one call (e.g. a lost card), with a result per token. The call fails as a
-        /// whole with INVALID_ARGUMENT (no ids, more than 10, an id twice, no action or reason_code) or PERMISSION_DENIED
+        /// whole with INVALID_ARGUMENT (no ids, more than 10, an id twice, no action or reason_code) or FAILED_PRECONDITION
         /// (the calling issuer node has registered no issuer, issuers.proto); otherwise each token is changed, and
         /// published with `initiator` "issuer", as ChangeTokenState does, or refused in its result: NOT_FOUND,
         /// PERMISSION_DENIED (another issuer's token) or FAILED_PRECONDITION.
@@ -1354,8 +1354,9 @@ extension TspV1 {
         public static let serviceName = "tokenet.tsp.v1.IssuerCardUpdates"
 
         /// A renewed card (new number or expiry) keeps its tokens; CARD_RENEWAL goes to the issuer app. The new number is
-        /// in the BIN ranges of an issuer the calling node registered (INVALID_ARGUMENT otherwise), and a token of another
-        /// of its issuers is refused in its result.
+        /// in the BIN ranges of an issuer the calling node registered, its expiry a valid month not yet past, and the
+        /// request names 1 to 10 tokens, each once (INVALID_ARGUMENT otherwise); a token of another of its issuers is
+        /// refused in its result.
         public static let renewCard = MethodDescriptor<TspV1.RenewCardRequest, TspV1.RenewCardResponse>(
             service: serviceName, name: "RenewCard", kind: .unary, allowedRoles: ["issuer"]
         )
@@ -1365,7 +1366,7 @@ extension TspV1 {
         /// renewal whose RenewCard answer was lost, to learn whether the TSP applied it. No card number travels in clear:
         /// the issuer's candidate goes encrypted to the TSP's key as in RenewCard, and the answer says only whether it
         /// matches. Refusals: INVALID_ARGUMENT (no ids, more than 10, an id twice, card_data the TSP cannot decrypt or
-        /// whose number is not valid), PERMISSION_DENIED (the calling node registered no issuer). A token the TSP does not
+        /// whose number is not valid), FAILED_PRECONDITION (the calling node registered no issuer). A token the TSP does not
         /// know, or another issuer's, is refused in its own FundingCard (status_code), never the whole call, and the others
         /// are answered.
         public static let getFundingCards = MethodDescriptor<TspV1.GetFundingCardsRequest, TspV1.GetFundingCardsResponse>(

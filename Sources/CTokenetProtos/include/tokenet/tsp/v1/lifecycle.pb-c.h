@@ -481,9 +481,9 @@ struct  Tokenet__Tsp__V1__FundingCard
   protobuf_c_boolean pan_matches;
   /*
    * 0 when the TSP answered for this token; otherwise the refusal of this token alone: NOT_FOUND (5) for a token the
-   * TSP does not know, PERMISSION_DENIED (7) for another issuer's, with token_state UNSPECIFIED and nothing else
-   * told (not even whether it exists). A TSP from before these were given leaves 0 for an unknown token, and refuses
-   * the whole call with PERMISSION_DENIED for another issuer's.
+   * TSP does not know, PERMISSION_DENIED (7) for another issuer's, with token_state UNSPECIFIED and nothing else of
+   * it told (its state, its card, its wallet). A TSP from before these were given leaves 0 for an unknown token, and
+   * refuses the whole call with PERMISSION_DENIED for another issuer's.
    */
   int32_t status_code;
   char *message;
