@@ -348,8 +348,12 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             }
             let resumed = await resumeUnansweredDigitizations()
             let (checked, changed) = try await tokenSync.check()
+            // Counted after the check: a sync whose Digitize met a lost connection answered OK with the card still
+            // DIGITIZING, and said nothing of it.
+            let unanswered = (try? store.unansweredDigitizations().count) ?? 0
             return WalletV1.SyncWithTspResponse(
-                digitizationsResumed: UInt32(resumed), cardsChecked: UInt32(checked), cardsChanged: UInt32(changed))
+                digitizationsResumed: UInt32(resumed), cardsChecked: UInt32(checked), cardsChanged: UInt32(changed),
+                digitizationsUnanswered: UInt32(unanswered))
         }
     }
 

@@ -140,8 +140,16 @@ enum WalletCommand {
                 "Checked \(response.cardsChecked) \(response.cardsChecked == 1 ? "card" : "cards") with the TSP: "
                     + "\(response.cardsChanged) changed; \(response.digitizationsResumed) unanswered "
                     + "\(response.digitizationsResumed == 1 ? "digitization" : "digitizations") resumed.\n"
-                    + "(trace \(traceID))"
+                    + unansweredLine(response.digitizationsUnanswered) + "(trace \(traceID))"
             })
+    }
+
+    /// What `sync` says of the cards still waiting for their Digitize's answer; nothing when none waits.
+    static func unansweredLine(_ count: UInt32) -> String {
+        guard count > 0 else { return "" }
+        return "\(count) \(count == 1 ? "card still waits" : "cards still wait") for the TSP's answer to its "
+            + "Digitize (the TSP did not answer, or an accept-terms is under way); run sync again once the TSP "
+            + "answers.\n"
     }
 
     /// Every page of `ListCards`.

@@ -129,6 +129,23 @@ import TokenetWire
         #expect(await control.resumeUnansweredDigitizations() == 2)
     }
 
+    /// SyncWithTsp says how many cards still wait for their Digitize's answer: a sync whose Digitize the TSP did not
+    /// answer answered OK with the card still DIGITIZING, and nothing said.
+    @Test func syncWithTspCountsTheDigitizationsLeftUnanswered() async throws {
+        let (wallet, _) = try await WalletLifecycleTests.digitized()
+        wallet.tsp.state.withLock { $0.digitizeFailures = 2 }
+        for card in ["card-2", "card-3"] {
+            _ = try await wallet.control.addCard(WalletHarness.manual())
+            await #expect(throws: (any Error).self) { try await wallet.control.acceptTerms(.init(cardRef: card)) }
+        }
+        wallet.tsp.state.withLock { $0.digitizeFailures = 5 }
+        let stuck = try await wallet.control.syncWithTsp(.init())
+        #expect(stuck.digitizationsResumed == 0 && stuck.digitizationsUnanswered == 2, "\(stuck)")
+        wallet.tsp.state.withLock { $0.digitizeFailures = 0 }
+        let resumed = try await wallet.control.syncWithTsp(.init())
+        #expect(resumed.digitizationsResumed == 2 && resumed.digitizationsUnanswered == 0, "\(resumed)")
+    }
+
     /// A Digitize the TSP refuses for good (its receipt expired meanwhile: it made no token, or it would answer the
     /// request id with it) leaves the card declined, so it no longer waits as DIGITIZING and can be deleted; before,
     /// it stayed DIGITIZING, every resume and accept-terms met the same refusal, and delete asked for accept-terms.

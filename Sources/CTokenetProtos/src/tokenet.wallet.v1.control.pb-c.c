@@ -520,7 +520,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__sync_with_tsp_request__des
   (ProtobufCMessageInit) tokenet__wallet__v1__sync_with_tsp_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__sync_with_tsp_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__sync_with_tsp_response__field_descriptors[4] =
 {
   {
     "digitizations_resumed",
@@ -558,16 +558,29 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__sync_with_tsp_respons
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "digitizations_unanswered",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SyncWithTspResponse, digitizations_unanswered),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__sync_with_tsp_response__field_indices_by_name[] = {
   2,   /* field[2] = cards_changed */
   1,   /* field[1] = cards_checked */
   0,   /* field[0] = digitizations_resumed */
+  3,   /* field[3] = digitizations_unanswered */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__sync_with_tsp_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__sync_with_tsp_response__descriptor =
 {
@@ -577,7 +590,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__sync_with_tsp_response__de
   "Tokenet__Wallet__V1__SyncWithTspResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__SyncWithTspResponse),
-  3,
+  4,
   tokenet__wallet__v1__sync_with_tsp_response__field_descriptors,
   tokenet__wallet__v1__sync_with_tsp_response__field_indices_by_name,
   1,  tokenet__wallet__v1__sync_with_tsp_response__number_ranges,

@@ -416,6 +416,7 @@ extension ProtoRegistry {
         "tokenet.wallet.v1.SyncWithTspResponse.cards_changed": "Of those, the cards whose token state or last four digits changed.",
         "tokenet.wallet.v1.SyncWithTspResponse.cards_checked": "The wallet's cards the TSP listed.",
         "tokenet.wallet.v1.SyncWithTspResponse.digitizations_resumed": "Cards whose Digitize was sent again and answered (DIGITIZED or DECLINED now).",
+        "tokenet.wallet.v1.SyncWithTspResponse.digitizations_unanswered": "Cards still waiting for their Digitize's answer after this sync: the TSP did not answer it (the resume stops at\nthe first such card, which the others would each wait for as long), or an accept-terms has it in flight. Call\nagain once the TSP answers; the wallet also resumes them each time its notification stream opens.",
         "tokenet.wallet.v1.TokenStatus.digital_card_id": "Apple Pay calls it the pass's deviceAccountIdentifier.",
         "tokenet.wallet.v1.TokenStatus.pan_last4": "The last four digits of the card (Apple Pay's primaryAccountNumberSuffix).",
         "tokenet.wallet.v1.TokenStatus.pass_serial_number": "The serial number of the card's pass (Apple Pay's serialNumber): derived from the digital card id, so it is\nstable and needs no storage. The issuer app resolves a pass it is opened with through this list.",

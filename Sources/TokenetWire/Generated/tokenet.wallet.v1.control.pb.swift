@@ -38,24 +38,37 @@ extension WalletV1 {
         /// Of those, the cards whose token state or last four digits changed.
         public var cardsChanged: UInt32 = 0
 
+        /// Cards still waiting for their Digitize's answer after this sync: the TSP did not answer it (the resume stops at
+        /// the first such card, which the others would each wait for as long), or an accept-terms has it in flight. Call
+        /// again once the TSP answers; the wallet also resumes them each time its notification stream opens.
+        public var digitizationsUnanswered: UInt32 = 0
+
         public init() {}
 
-        public init(digitizationsResumed: UInt32 = 0, cardsChecked: UInt32 = 0, cardsChanged: UInt32 = 0) {
+        public init(
+            digitizationsResumed: UInt32 = 0,
+            cardsChecked: UInt32 = 0,
+            cardsChanged: UInt32 = 0,
+            digitizationsUnanswered: UInt32 = 0
+        ) {
             self.digitizationsResumed = digitizationsResumed
             self.cardsChecked = cardsChecked
             self.cardsChanged = cardsChanged
+            self.digitizationsUnanswered = digitizationsUnanswered
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitizationsResumed = try reader.read(1)
             self.cardsChecked = try reader.read(2)
             self.cardsChanged = try reader.read(3)
+            self.digitizationsUnanswered = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, digitizationsResumed)
             try writer.write(2, cardsChecked)
             try writer.write(3, cardsChanged)
+            try writer.write(4, digitizationsUnanswered)
         }
     }
 }

@@ -2493,6 +2493,7 @@ extension WalletV1.SyncWithTspResponse {
         base.digitizationsResumed = 3999999999
         base.cardsChecked = 3999999998
         base.cardsChanged = 3999999997
+        base.digitizationsUnanswered = 3999999996
         return [base]
     }
 }

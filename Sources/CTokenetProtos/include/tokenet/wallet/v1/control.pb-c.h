@@ -59,10 +59,16 @@ struct  Tokenet__Wallet__V1__SyncWithTspResponse
    * Of those, the cards whose token state or last four digits changed.
    */
   uint32_t cards_changed;
+  /*
+   * Cards still waiting for their Digitize's answer after this sync: the TSP did not answer it (the resume stops at
+   * the first such card, which the others would each wait for as long), or an accept-terms has it in flight. Call
+   * again once the TSP answers; the wallet also resumes them each time its notification stream opens.
+   */
+  uint32_t digitizations_unanswered;
 };
 #define TOKENET__WALLET__V1__SYNC_WITH_TSP_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__sync_with_tsp_response__descriptor) \
-    , 0, 0, 0 }
+    , 0, 0, 0, 0 }
 
 
 typedef enum {
