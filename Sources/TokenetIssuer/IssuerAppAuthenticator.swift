@@ -297,6 +297,9 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         // set the PIN of a user who never set one, activate every account, and log in.
         let existing = Set(try store.appAccounts(userID).map(\.accountID))
         guard !existing.isEmpty else {
+            // A user the issuer does not have is NOT_FOUND, as Enroll, Accounts and Login answer: told to enrol, the
+            // operator set out to enrol a misspelt user.
+            try requireKnownUser(userID)
             throw IssuerError(
                 .failedPrecondition,
                 "no account is activated in \(userID)'s app yet: activate a first account with its activation code "

@@ -102,12 +102,14 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                     .failedPrecondition,
                     "issuer-node was started without --wallet, so it cannot push cards to the wallet backend")
             }
-            let response = try await forwarding("the wallet backend", sayingWhose: true) {
-                try await tsp.pushing { key in
+            // Only the wallet backend's answer is said as its own: the TSP's key, which this node looks up first (an
+            // issuer not registered with the TSP yet, a TSP down), came back as "the wallet backend answered: …"
+            // when no wallet was running.
+            let response = try await tsp.pushing { key in
+                let data = try encryptForTSP(card, to: key)
+                return try await forwarding("the wallet backend", sayingWhose: true) {
                     try await WalletV1.WalletPush.Client(wallet).pushCardData(
-                        WalletV1.PushCardDataRequest(
-                            encryptedCardData: try encryptForTSP(card, to: key),
-                            walletAccountID: request.walletAccountID))
+                        WalletV1.PushCardDataRequest(encryptedCardData: data, walletAccountID: request.walletAccountID))
                 }
             }
             guard !response.pushSessionID.isEmpty else {

@@ -15,8 +15,10 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
     func sendOTP(_ request: IssuerV1.SendOtpRequest, context: ServerContext) async throws -> IssuerV1.SendOtpResponse {
         try tsp.requireOwnTSP(context.peer)
         guard !request.digitalCardID.isEmpty else { throw RPCError(.invalidArgument, "digital_card_id is required") }
-        guard request.code.count >= 4, request.code.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            throw RPCError(.invalidArgument, "code must be at least four decimal digits")
+        // At most ten: the code goes into the message the cardholder reads and the call centre's outbox, and a card
+        // number sent as a code (13 digits or more) came out in clear there.
+        guard (4...10).contains(request.code.count), request.code.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw RPCError(.invalidArgument, "code must be four to ten decimal digits")
         }
         guard let card = try store.card(forDigitalCardID: request.digitalCardID) else {
             throw RPCError(

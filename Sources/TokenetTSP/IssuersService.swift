@@ -47,6 +47,16 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             let ranges = try request.binRanges.map { range throws(TSPError) in
                 try IssuerBINRange(low: range.low, high: range.high)
             }
+            // Ranges of one request that overlap each other were taken as they were: one card number then fell in
+            // two of the issuer's ranges, and a listing of them read as two programmes.
+            for (index, range) in ranges.enumerated() {
+                if let other = ranges[..<index].first(where: { $0.overlaps(range) }) {
+                    throw TSPError(
+                        .invalidArgument,
+                        "bin_ranges: range \(range.low) to \(range.high) overlaps range \(other.low) to \(other.high) "
+                            + "of the same request; give each prefix once (join overlapping ranges into one)")
+                }
+            }
             let key: RSAPublicKey
             do {
                 key = try RSAPublicKey(pem: request.encryptionPublicKeyPem)

@@ -117,6 +117,14 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
                 "a message goes to at most \(Self.maxPublishSubscribers) subscribers, not \(request.subscribers.count); "
                     + "publish it in parts")
         }
+        // Each once, as notifications.proto says: a queue named twice got the message once, and the caller could not
+        // tell which of its names had counted.
+        let repeated = RepeatedIDs.of(request.subscribers)
+        guard repeated.isEmpty else {
+            throw RPCError(
+                .invalidArgument,
+                "subscribers names \(RepeatedIDs.named(repeated)) more than once; name each queue once")
+        }
         try Self.checkPublished(notification)
         do {
             let id = try await broker.publish(notification, to: request.subscribers)

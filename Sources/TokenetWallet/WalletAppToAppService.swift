@@ -73,7 +73,19 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                     "\(card.cardRef) is \(state); the issuer app activates only an INACTIVE card")
             }
             guard result.idvMethods.contains(where: { $0.type == .appToApp }) else {
-                throw WalletError(.failedPrecondition, "the issuer offered no in-app method for \(card.cardRef)")
+                // With the methods it did offer, and how to use one: the card waits for one of them.
+                let offered = result.idvMethods.map { method in
+                    let type = (method.type.protoValueName ?? "?").replacingOccurrences(
+                        of: "IDV_METHOD_TYPE_", with: "")
+                    return "\(method.id) (\(type))"
+                }
+                throw WalletError(
+                    .failedPrecondition,
+                    "the issuer offered no in-app method for \(card.cardRef)"
+                        + (offered.isEmpty
+                            ? "; it offered no ID&V method at all"
+                            : "; it offered \(offered.joined(separator: ", ")): select one (tokenet wallet "
+                                + "select-method WALLET_ADDR \(card.cardRef) METHOD_ID)"))
             }
             guard let issuer else {
                 throw WalletError(

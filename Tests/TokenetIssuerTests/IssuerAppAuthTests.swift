@@ -573,6 +573,10 @@ import TokenetWire
         await expectIssuerError(.failedPrecondition, "activate a first account with its activation code") {
             try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580")
         }
+        // A user the issuer does not have is named so, not sent to be enrolled.
+        await expectIssuerError(.notFound, "the issuer has no user \"ch-nobody\"") {
+            try await app.party.app.activateLinked(userID: "ch-nobody", pin: "2580")
+        }
         #expect(try app.party.app.accounts(userID: "ch-alice").pinSet == false)
         #expect(app.tsp.state.withLock { $0.verifyCalls } == 0)
         let first = try await app.enrol()

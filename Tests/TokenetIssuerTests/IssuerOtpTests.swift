@@ -113,6 +113,9 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
         #expect(callCenter?.code == .invalidArgument)
         let badCode = await Support.rpcError { _ = try await send(.otpSms, code: "12a") }
         #expect(badCode?.code == .invalidArgument)
+        // A card number sent as a code would reach the cardholder's message and the outbox in clear.
+        let longCode = await Support.rpcError { _ = try await send(.otpSms, code: "4111111111111111") }
+        #expect(longCode?.code == .invalidArgument && longCode?.message == "code must be four to ten decimal digits")
         // Only by a method the issuer offered, named by its id, and for a code that has not expired: each was sent.
         let unknownMethod = await Support.rpcError { _ = try await send(.otpSms, methodID: "nope") }
         #expect(unknownMethod?.code == .invalidArgument)

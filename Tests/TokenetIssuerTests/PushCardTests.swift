@@ -157,6 +157,28 @@ import TokenetWire
         #expect(try party.store.database.query("SELECT * FROM pushes").isEmpty)
     }
 
+    /// A push session needs the TSP's key first, which this node asks the TSP for: a TSP that cannot give it is the
+    /// issuer's own link, not the wallet backend's answer (it read "the wallet backend answered: the issuer is not
+    /// registered with the TSP yet: …" with no wallet running).
+    @Test func theIssuersOwnTSPFailureIsNotSaidAsTheWalletBackends() async throws {
+        var router = RPCRouter()
+        router.unary(TspV1.Issuers.registerIssuer) { (_, _) async throws -> TspV1.RegisterIssuerResponse in
+            throw RPCError(.unavailable, "the TSP is starting")
+        }
+        let alone = try Support.party(
+            tsp: Support.connect(router, as: .issuer), wallet: Support.connect(wallet.router, as: .issuer),
+            sink: MemoryLogSink())
+        let aloneControl = IssuerV1.IssuerControl.Client(Support.connect(Support.router(alone), as: .operator))
+        let error = await Support.rpcError {
+            _ = try await aloneControl.pushCard(
+                IssuerV1.PushCardRequest(cardID: Cards.visaSession.0, mode: .session, walletAccountID: "wa-1"))
+        }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message.hasPrefix("the issuer is not registered with the TSP yet") == true,
+            "\(String(describing: error))")
+    }
+
     /// A wallet backend that refused the push as it began to stop is named, with nothing done: the bare "the node is
     /// shutting down (call not processed)" read as the issuer's own, which was running.
     @Test func aStoppingWalletBackendIsNamed() async throws {

@@ -73,6 +73,15 @@ import TokenetWire
                     encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
         }
         #expect(maskPAN(expected) == expected)
+        // Two ranges of one request may not overlap either: a card number fell in two of the issuer's ranges.
+        await expectRPCError(.invalidArgument, "range 42150 to 42160 overlaps range 42100 to 42199 of the same request")
+        {
+            try await other.registerIssuer(
+                .init(
+                    issuerID: "bank-b",
+                    binRanges: [.init(low: "42100", high: "42199"), .init(low: "42150", high: "42160")],
+                    encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
+        }
     }
 
     @Test func anotherNodeCannotTakeOverAnIssuer() async throws {

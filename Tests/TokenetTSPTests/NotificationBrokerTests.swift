@@ -293,6 +293,11 @@ import TokenetWire
                 TspV1.PublishRequest(
                     notification: request.notification, subscribers: (0...1_000).map { "wallet/w\($0)" }))
         }
+        await expectRPCError(.invalidArgument, "subscribers names \"issuer/bank-a\" more than once") {
+            try await operatorClient.publish(
+                TspV1.PublishRequest(
+                    notification: request.notification, subscribers: ["issuer/bank-a", "wallet/w1", "issuer/bank-a"]))
+        }
         let id = try await operatorClient.publish(request).messageID
         var stream = try await harness.client(.issuer, "bank-a").subscribe(TspV1.SubscribeRequest())
             .makeAsyncIterator()

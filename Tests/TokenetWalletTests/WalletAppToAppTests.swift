@@ -167,9 +167,16 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
 
     @Test func onlyAnInactiveCardWithAnInAppMethodOpensTheApp() async throws {
         let (withoutMethod, _) = try await Self.steppedUp(methods: [.otpSms])
+        // With the methods the issuer did offer, and how to use one.
+        let refused = try await #require(throws: RPCError.self) {
+            try await withoutMethod.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        }
+        #expect(refused.code == .failedPrecondition)
         #expect(
-            await statusCode { try await withoutMethod.appToApp.openIssuerApp(.init(cardRef: "card-1")) }
-                == .failedPrecondition)
+            refused.message
+                == "the issuer offered no in-app method for card-1; it offered otpSms (OTP_SMS): select one (tokenet "
+                + "wallet select-method WALLET_ADDR card-1 METHOD_ID)",
+            "\(refused.message)")
         let (wallet, _) = try await Self.steppedUp()
         #expect(await statusCode { try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-9")) } == .notFound)
         let opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))

@@ -20,8 +20,8 @@ extension IssuerV1 {
 
         public var type: CardV1.IdvMethodType = CardV1.IdvMethodType(rawValue: 0)
 
-        /// Decimal digits, for the cardholder to enter in the wallet: Tokenet's TSP sends six; issuer-node takes four or
-        /// more.
+        /// Decimal digits, for the cardholder to enter in the wallet: Tokenet's TSP sends six; issuer-node takes four to
+        /// ten (INVALID_ARGUMENT otherwise).
         public var code: String = ""
 
         /// When the code expires, in milliseconds since the Unix epoch; required. A code already expired is still sent,

@@ -224,7 +224,8 @@ extension TspV1 {
         /// registration (across its restarts too) with the calling node's certificate id; a later call from that node
         /// replaces it (a new key, new ranges), but a node speaks for one issuer: another issuer_id from the same node is
         /// FAILED_PRECONDITION. A call from another node is PERMISSION_DENIED, ranges that overlap another
-        /// issuer's are FAILED_PRECONDITION, and a missing id or range, a bad range or an unusable key INVALID_ARGUMENT.
+        /// issuer's are FAILED_PRECONDITION, and a missing id or range, a bad range, two ranges of the request that overlap
+        /// each other or an unusable key INVALID_ARGUMENT.
         /// The registration says nothing of the issuer's address: the TSP calls the issuer (IssuerDecisions, IssuerOtp in
         /// tokenet/issuer/v1) at the address its own --issuer option gives for this issuer id (ID=HOST:PORT), or else for
         /// every issuer (HOST:PORT), with the tsp role's certificate; the issuer serving there must present the

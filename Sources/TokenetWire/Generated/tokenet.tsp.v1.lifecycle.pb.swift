@@ -464,11 +464,14 @@ extension TspV1 {
 
         public var digitalCardID: String = ""
 
+        /// Positive, at most 12 digits of minor units (INVALID_ARGUMENT otherwise).
         public var amountMinor: Int64 = 0
 
         /// ISO 4217; USD when empty.
         public var currency: String = ""
 
+        /// Required: 1 to 100 characters, at most 400 bytes of UTF-8 (INVALID_ARGUMENT otherwise); a card number in it is
+        /// kept masked.
         public var merchant: String = ""
 
         /// Ask the cardholder to authenticate the transaction (AUTHN) instead of notifying it.

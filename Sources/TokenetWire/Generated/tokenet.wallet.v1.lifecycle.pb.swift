@@ -51,8 +51,9 @@ extension WalletV1 {
 
         public var card: WalletV1.WalletCard? = nil
 
-        /// True when a delete removed a card that has no token (its T&C never accepted, or declined) from the wallet,
-        /// without asking the TSP, which holds nothing of it: `card` is the card as it was, and the wallet no longer has it.
+        /// True when a delete removed the card from the wallet: a card that has no token (its T&C never accepted, or
+        /// declined), without asking the TSP, which holds nothing of it, or one whose token is already DEACTIVATED (deleted
+        /// again). `card` is the card as it was, and the wallet no longer has it.
         public var removed: Bool = false
 
         public init() {}

@@ -46,8 +46,8 @@ struct  Tokenet__Issuer__V1__SendOtpRequest
   char *method_id;
   Tokenet__Card__V1__IdvMethodType type;
   /*
-   * Decimal digits, for the cardholder to enter in the wallet: Tokenet's TSP sends six; issuer-node takes four or
-   * more.
+   * Decimal digits, for the cardholder to enter in the wallet: Tokenet's TSP sends six; issuer-node takes four to
+   * ten (INVALID_ARGUMENT otherwise).
    */
   char *code;
   /*

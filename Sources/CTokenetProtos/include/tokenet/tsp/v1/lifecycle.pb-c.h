@@ -263,11 +263,18 @@ struct  Tokenet__Tsp__V1__SimulateTransactionRequest
 {
   ProtobufCMessage base;
   char *digital_card_id;
+  /*
+   * Positive, at most 12 digits of minor units (INVALID_ARGUMENT otherwise).
+   */
   int64_t amount_minor;
   /*
    * ISO 4217; USD when empty.
    */
   char *currency;
+  /*
+   * Required: 1 to 100 characters, at most 400 bytes of UTF-8 (INVALID_ARGUMENT otherwise); a card number in it is
+   * kept masked.
+   */
   char *merchant;
   /*
    * Ask the cardholder to authenticate the transaction (AUTHN) instead of notifying it.
