@@ -58,7 +58,7 @@ extension IssuerAppInbox {
         /// Lists the item at `place` if the page has room; false (the page is full) otherwise.
         func take(_ place: Place) -> Bool {
             guard listed < request.size else {
-                response.nextPageToken = PageRequest.token(after: last!.key)
+                response.nextPageToken = request.token(after: last!.key)
                 return false
             }
             listed += 1

@@ -9,18 +9,23 @@ import TokenetWire
 /// limit. The request carries `page_size` (0 for the default, more than the maximum read as the maximum) and
 /// `page_token`, the `next_page_token` of the previous response.
 ///
-/// A token is the key of the last item of the previous page, base64url-encoded behind a version tag: clients treat
-/// it as opaque, and a later format can tell its own tokens from these. Keys are unique and never change, so an item
-/// added between two pages is listed once, in its place, or not at all if it sorts before the page under way.
+/// A token is the name of the call that made it and the key of the last item of the previous page, base64url-encoded
+/// behind a version tag: clients treat it as opaque, and a later format can tell its own tokens from these. A token
+/// is taken only by the call that made it: one listing's keys read as another's place (row numbers, in most), and a
+/// token of the wallet's CurrentTokens paged its ListCards. Tokens are not signed: a token made by hand for a call is
+/// taken. Keys are unique and never change, so an item added between two pages is listed once, in its place, or not
+/// at all if it sorts before the page under way.
 public struct PageRequest: Equatable, Sendable {
     public static let defaultSize = 500
     public static let maximumSize = 1000
-    private static let tokenTag = "p1."
+    private static let tokenTag = "p2."
 
     /// The number of items to return.
     public let size: Int
     /// The key the page starts after; nil for the first page.
     public let after: String?
+    /// The call the page is for, whose name its tokens carry.
+    public let call: String
 
     /// The page a request asks for; INVALID_ARGUMENT, naming the call, for a negative size or a token this format
     /// did not make.
@@ -29,37 +34,51 @@ public struct PageRequest: Equatable, Sendable {
             throw RPCError(.invalidArgument, "\(call): page_size must be 0 (for \(Self.defaultSize)) or more")
         }
         self.size = size == 0 ? Self.defaultSize : min(Int(size), Self.maximumSize)
+        self.call = call
         guard !token.isEmpty else {
             after = nil
             return
         }
-        guard let key = Self.key(fromToken: token) else {
+        guard let (madeBy, key) = Self.callAndKey(fromToken: token) else {
             throw RPCError(
                 .invalidArgument,
                 "\(call): page_token is not a next_page_token this node returned; start again with an empty page_token")
         }
+        guard madeBy == call else {
+            throw RPCError(
+                .invalidArgument,
+                "\(call): page_token is a next_page_token of another listing, not of \(call); start again with an "
+                    + "empty page_token")
+        }
         after = key
     }
 
-    /// The `next_page_token` of a page whose last item has this key.
-    public static func token(after key: String) -> String {
-        let base64 = Data(key.utf8).base64EncodedString()
+    /// The `next_page_token` of a page of `call` whose last item has this key.
+    public static func token(after key: String, call: String) -> String {
+        let base64 = Data((call + "/" + key).utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         return tokenTag + String(base64.prefix { $0 != "=" })
     }
+
+    /// The `next_page_token` of a page of this request's call whose last item has this key.
+    public func token(after key: String) -> String { Self.token(after: key, call: call) }
 
     /// The items of a page read with one more than `size` asked for: that extra item tells whether another page
     /// follows. Returns the page's items and the `next_page_token` ("" on the last page).
     public func split<Item>(_ items: [Item], key: (Item) -> String) -> (items: [Item], nextPageToken: String) {
         guard items.count > size else { return (items, "") }
         let page = Array(items.prefix(size))
-        return (page, Self.token(after: key(page[page.count - 1])))
+        return (page, token(after: key(page[page.count - 1])))
     }
 
-    private static func key(fromToken token: String) -> String? {
+    private static func callAndKey(fromToken token: String) -> (call: String, key: String)? {
         guard token.hasPrefix(tokenTag) else { return nil }
         // Strictly: a token with a stray "=" or one character cut off is refused, not read as another key.
-        guard let data = ProtoJSONBase64.decode(token.dropFirst(tokenTag.count)), !data.isEmpty else { return nil }
-        return String(data: data, encoding: .utf8)
+        guard let data = ProtoJSONBase64.decode(token.dropFirst(tokenTag.count)),
+            let payload = String(data: data, encoding: .utf8), let slash = payload.firstIndex(of: "/")
+        else { return nil }
+        let key = String(payload[payload.index(after: slash)...])
+        guard !key.isEmpty else { return nil }
+        return (String(payload[..<slash]), key)
     }
 }

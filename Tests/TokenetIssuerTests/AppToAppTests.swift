@@ -55,7 +55,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         // One pass a page, so a lookup must go on past the first page.
         let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "CurrentTokens")
         let start = Int(try page.afterRow(call: "CurrentTokens"))
-        let next = start + 1 < passes.count ? PageRequest.token(after: PageRequest.key(row: Int64(start + 1))) : ""
+        let next = start + 1 < passes.count ? page.token(after: PageRequest.key(row: Int64(start + 1))) : ""
         return WalletV1.CurrentTokensResponse(
             walletAccountID: "wallet-account-1", tokens: Array(passes.dropFirst(start).prefix(1)), nextPageToken: next)
     }

@@ -38,7 +38,9 @@ import TokenetWire
 
     @Test func aTokenNamesTheCardThePageStartsAfter() throws {
         for id in ["card-visa-approve", "a", "ça/va?+", String(repeating: "z", count: 65)] {
-            #expect(try PageRequest(size: 0, token: PageRequest.token(after: id), call: "ListCards").after == id)
+            #expect(
+                try PageRequest(size: 0, token: PageRequest.token(after: id, call: "ListCards"), call: "ListCards")
+                    .after == id)
         }
     }
 

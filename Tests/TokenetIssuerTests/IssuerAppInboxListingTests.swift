@@ -88,10 +88,11 @@ import TokenetWire
         IssuerV1.AppNotificationsRequest(pageToken: "n:3"),
         IssuerV1.AppNotificationsRequest(pageToken: "p1.!!!"),
         // Tokens of other listings: an issuer's ListCards (a card id), a wallet's ListCards (a row id).
-        IssuerV1.AppNotificationsRequest(pageToken: PageRequest.token(after: "card-visa-approve")),
-        IssuerV1.AppNotificationsRequest(pageToken: PageRequest.token(after: "5")),
-        IssuerV1.AppNotificationsRequest(pageToken: PageRequest.token(after: "n:x")),
-        IssuerV1.AppNotificationsRequest(pageToken: PageRequest.token(after: "a:0")),
+        IssuerV1.AppNotificationsRequest(
+            pageToken: PageRequest.token(after: "card-visa-approve", call: "Notifications")),
+        IssuerV1.AppNotificationsRequest(pageToken: PageRequest.token(after: "5", call: "Notifications")),
+        IssuerV1.AppNotificationsRequest(pageToken: PageRequest.token(after: "n:x", call: "Notifications")),
+        IssuerV1.AppNotificationsRequest(pageToken: PageRequest.token(after: "a:0", call: "Notifications")),
     ])
     func aBadPageIsRefused(request: IssuerV1.AppNotificationsRequest) async throws {
         let error = await Support.rpcError { _ = try await Self.client(handler).notifications(request) }

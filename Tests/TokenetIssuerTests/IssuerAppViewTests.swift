@@ -244,7 +244,7 @@ final class FakeWalletEvents: WalletV1.WalletEvents.ServiceProtocol {
         let next = start + tokens.count < state.withLock({ $0.0 }).count ? start + tokens.count : 0
         return WalletV1.CurrentTokensResponse(
             walletAccountID: "wallet-account-1", tokens: Array(tokens),
-            nextPageToken: next == 0 ? "" : PageRequest.token(after: PageRequest.key(row: Int64(next))))
+            nextPageToken: next == 0 ? "" : page.token(after: PageRequest.key(row: Int64(next))))
     }
 }
 

@@ -44,7 +44,7 @@ import TokenetWire
         }
         await expectRPCError(.invalidArgument, "page_size") { try await issuer.getIssuerTokens(.init(pageSize: -1)) }
         await expectRPCError(.invalidArgument, "page_token") {
-            try await issuer.getIssuerTokens(.init(pageToken: PageRequest.token(after: "01")))
+            try await issuer.getIssuerTokens(.init(pageToken: PageRequest.token(after: "01", call: "GetIssuerTokens")))
         }
         await expectRPCError(.invalidArgument, "at most 1000 digital_card_ids") {
             try await issuer.getIssuerTokens(.init(digitalCardIds: Array(repeating: ids[0], count: 1001)))

@@ -71,7 +71,9 @@ import TokenetWire
         }
         let tokensPage = try await tsp.control.listTokens(.init(pageSize: 1))
         try #require(!tokensPage.nextPageToken.isEmpty)
-        for token in [tokensPage.nextPageToken, "p1.!!!", PageRequest.token(after: "5"), "history"] {
+        for token in [
+            tokensPage.nextPageToken, "p1.!!!", PageRequest.token(after: "5", call: "TokenHistory"), "history",
+        ] {
             await expectRPCError(.invalidArgument, "page_token") {
                 try await tsp.control.tokenHistory(.init(digitalCardID: tokens[0], pageToken: token))
             }

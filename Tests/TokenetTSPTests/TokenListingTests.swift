@@ -72,7 +72,10 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "page_size") {
             try await tsp.control.listTokens(TspV1.ListTokensRequest(pageSize: -5))
         }
-        for token in ["DC-1", "p1.", PageRequest.token(after: "no colon"), PageRequest.token(after: "x:DC-1")] {
+        for token in [
+            "DC-1", "p1.", PageRequest.token(after: "no colon", call: "ListTokens"),
+            PageRequest.token(after: "x:DC-1", call: "ListTokens"),
+        ] {
             await expectRPCError(.invalidArgument, "page_token") {
                 try await tsp.control.listTokens(TspV1.ListTokensRequest(pageToken: token))
             }
@@ -227,7 +230,10 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "at most 1000 digital_card_ids") {
             try await wallet.getTokenStates(.init(digitalCardIds: Array(repeating: ids[0], count: 1001)))
         }
-        for token in ["DNITHE000000000000000001", PageRequest.token(after: "01"), PageRequest.token(after: "+1")] {
+        for token in [
+            "DNITHE000000000000000001", PageRequest.token(after: "01", call: "GetTokenStates"),
+            PageRequest.token(after: "+1", call: "GetTokenStates"),
+        ] {
             await expectRPCError(.invalidArgument, "page_token") {
                 try await wallet.getTokenStates(.init(pageToken: token))
             }

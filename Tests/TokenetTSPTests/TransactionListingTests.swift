@@ -117,8 +117,10 @@ import TokenetWire
             try await client.listTransactions(.init(pageSize: -1))
         }
         let foreign = [
-            "txn-1", "p1.", PageRequest.token(after: "7"), PageRequest.token(after: "\u{1F}x:1"),
-            PageRequest.token(after: "\u{1F}5:0"), PageRequest.token(after: "\u{1F}5:"),
+            "txn-1", "p1.", PageRequest.token(after: "7", call: "ListTransactions"),
+            PageRequest.token(after: "\u{1F}x:1", call: "ListTransactions"),
+            PageRequest.token(after: "\u{1F}5:0", call: "ListTransactions"),
+            PageRequest.token(after: "\u{1F}5:", call: "ListTransactions"),
         ]
         for token in foreign {
             await expectRPCError(.invalidArgument, "start again with an empty page_token") {

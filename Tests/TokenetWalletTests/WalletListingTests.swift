@@ -168,19 +168,29 @@ import TokenetWire
                 _ = try await wallet.lifecycle.inbox(.init(pageSize: size))
             }
         }
-        let transactionsKey = PageRequest.token(after: PageRequest.key(in: "", ms: 1_000, row: 2))
-        let rowKeys = ["card-3", "p1.", PageRequest.token(after: "0"), PageRequest.token(after: "x"), transactionsKey]
-        for token in rowKeys {
+        // Tokens of each call with keys that call never makes, and a token of another call.
+        func rowKeys(_ call: String) -> [String] {
+            [
+                "card-3", "p2.", PageRequest.token(after: "0", call: call), PageRequest.token(after: "x", call: call),
+                PageRequest.token(after: PageRequest.key(in: "", ms: 1_000, row: 2), call: call),
+                PageRequest.token(after: "1", call: "CurrentTokens"),
+            ]
+        }
+        for token in rowKeys("ListCards") {
             await expectRPCError(.invalidArgument, "start again with an empty page_token") {
                 _ = try await wallet.control.listCards(.init(pageToken: token))
             }
+        }
+        for token in rowKeys("Inbox") {
             await expectRPCError(.invalidArgument, "start again with an empty page_token") {
                 _ = try await wallet.lifecycle.inbox(.init(pageToken: token))
             }
         }
         let timeKeys = [
-            "txn-1", "p1.", PageRequest.token(after: "3"), PageRequest.token(after: "\u{1F}x:1"),
-            PageRequest.token(after: "\u{1F}1000:0"),
+            "txn-1", "p2.", PageRequest.token(after: "3", call: "ListTransactions"),
+            PageRequest.token(after: "\u{1F}x:1", call: "ListTransactions"),
+            PageRequest.token(after: "\u{1F}1000:0", call: "ListTransactions"),
+            PageRequest.token(after: PageRequest.key(in: "", ms: 1_000, row: 2), call: "Inbox"),
         ]
         for token in timeKeys {
             await expectRPCError(.invalidArgument, "start again with an empty page_token") {
