@@ -72,7 +72,9 @@ import TokenetWire
         while release.withLock({ $0 }) == nil { await Task.yield() }
         let started = ContinuousClock.now
         #expect(await !outgoing.close(within: .milliseconds(100)))
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // A task that held the stop would hold it for good: any bound tells the two apart, and a full run on a loaded
+        // machine once took 11 s to come back from the 100 ms.
+        #expect(ContinuousClock.now - started < .seconds(60))
         release.withLock { $0.take() }?.resume()
     }
 }
