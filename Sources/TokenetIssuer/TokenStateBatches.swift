@@ -163,7 +163,12 @@ struct TokenStateBatches {
         let key = { (entry: (offset: Int, element: TspV1.TokenStateResult)) in
             (place[entry.element.digitalCardID] ?? Int.max, entry.offset)
         }
-        let ordered = results.enumerated().sorted { key($0) < key($1) }.map(\.element)
+        // An id that reads as a card number (one pasted by mistake) is echoed masked, as its result's message is.
+        let ordered = results.enumerated().sorted { key($0) < key($1) }.map { entry in
+            var result = entry.element
+            result.digitalCardID = maskPAN(result.digitalCardID)
+            return result
+        }
         return IssuerV1.IssuerChangeTokenStatesResponse(
             results: ordered, deletedTokensSkipped: Int32(skippedDeleted), unknownTokensSkipped: Int32(skippedUnknown))
     }

@@ -35,6 +35,15 @@ import TokenetWire
         #expect(batches.known == ["A", "E"])
     }
 
+    /// A token id that reads as a card number (one pasted by mistake) is echoed masked in its result, as its
+    /// message is.
+    @Test func anIdThatReadsAsACardNumberIsEchoedMasked() throws {
+        var batches = TokenStateBatches()
+        batches.answered(.init(results: [Self.result("4111111111111111", .unspecified, .notFound)]))
+        let answer = try batches.answer(in: ["4111111111111111"])
+        #expect(answer.results.map(\.digitalCardID) == ["************1111"])
+    }
+
     /// Deleting a token the issuer knows is deleted is no refusal: deleting is idempotent, as at the TSP, so the
     /// result is OK and DEACTIVATED, still without a TSP call; suspending or resuming it is refused.
     @Test func deletingATokenKnownDeletedIsAnsweredOK() {
