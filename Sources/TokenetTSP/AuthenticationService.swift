@@ -225,7 +225,13 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                 response.message = "too many wrong activation codes; ask the issuer to enrol the account again"
             case .alreadyUsed:
                 response.result = .alreadyUsed
-                response.message = "the activation code was already used; the account is activated"
+                // Said as it stands: after RemoveCredentials the account is no longer activated, and the code used
+                // for it cannot activate it again.
+                response.message =
+                    try tsp.store.holdsCredentials(issuerID: issuerID, userID: userID, accountID: accountID)
+                    ? "the activation code was already used; the account is activated"
+                    : "the activation code was already used, and the account's credentials were removed since; ask "
+                        + "the issuer to enrol the account again for a new code"
             case .activate:
                 throw TSPError(.internal, "an activation answered without credentials")
             }

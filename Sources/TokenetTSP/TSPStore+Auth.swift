@@ -288,6 +288,13 @@ extension TSPStore {
         try database.queryOne("SELECT 1 FROM auth_credentials WHERE id = ? AND issuer_id = ?", [id, issuerID]) != nil
     }
 
+    /// Whether the user holds credentials for the account, locked or not.
+    func holdsCredentials(issuerID: String, userID: String, accountID: String) throws -> Bool {
+        try database.queryOne(
+            "SELECT 1 FROM auth_credentials WHERE issuer_id = ? AND user_id = ? AND account_id = ? LIMIT 1",
+            [issuerID, userID, accountID]) != nil
+    }
+
     func hasActivatedAccount(issuerID: String, userID: String, accountID: String) throws -> Bool {
         try database.queryOne(
             """

@@ -99,8 +99,20 @@ import TokenetWire
     @Test func reusedExpiredAndExhaustedActivationCodes() async throws {
         let auth = try await Auth.make()
         let activations = try await auth.enrol("ch-alice", ["acc-1", "acc-2", "acc-3"])
-        #expect(try await auth.activate(activations[0]).result == .success)
-        #expect(try await auth.activate(activations[0]).result == .alreadyUsed)
+        let activated = try await auth.activate(activations[0])
+        #expect(activated.result == .success)
+        let used = try await auth.activate(activations[0])
+        #expect(
+            used.result == .alreadyUsed
+                && used.message == "the activation code was already used; the account is activated")
+        // Once the account's credentials are removed, the code's answer no longer says the account is activated.
+        _ = try await auth.authentication.removeCredentials(
+            .init(
+                userCredentialID: try #require(activated.userCredential).credentialID,
+                deviceCredentialID: try #require(activated.deviceCredential).credentialID))
+        let removed = try await auth.activate(activations[0])
+        #expect(removed.result == .alreadyUsed)
+        #expect(removed.message.contains("the account's credentials were removed since; ask the issuer to enrol"))
 
         for _ in 0..<4 { #expect(try await auth.activate(activations[1], code: "WRONGCODE2").result == .incorrectCode) }
         #expect(try await auth.activate(activations[1], code: "WRONGCODE2").result == .retriesExceeded)
