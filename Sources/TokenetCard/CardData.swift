@@ -70,13 +70,14 @@ public struct CardData: Codable, Sendable, Equatable, CustomStringConvertible, C
     public func pan() throws(CardError) -> PAN { try PAN(accountNumber) }
 
     /// The validated expiry. A month or year not written as `expirationDate` asks (a two-digit month, `09`; a
-    /// four-digit year from 2000) is `.malformedExpirationDate`, whose message says how card data gives the expiry: the card's `MM/YY`
+    /// four-digit year from 2000 to 2099) is `.malformedExpirationDate`, whose message says how card data gives the expiry: the card's `MM/YY`
     /// form (`.malformedExpiry`) is not what the sender has to write here.
     public func expiry() throws(CardError) -> CardExpiry {
         let month = expirationDate.month
         let year = expirationDate.year
         guard month.utf8.count == 2, month.utf8.allSatisfy({ (48...57).contains($0) }), let m = Int(month),
-            year.utf8.count == 4, year.utf8.allSatisfy({ (48...57).contains($0) }), let y = Int(year), y >= 2000
+            year.utf8.count == 4, year.utf8.allSatisfy({ (48...57).contains($0) }), let y = Int(year),
+            (2000...2099).contains(y)
         else { throw CardError(rejection: .malformedExpirationDate) }
         return try CardExpiry(month: m, year: y)
     }

@@ -10,10 +10,12 @@ public struct CardExpiry: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     public init(month: Int, year: Int) throws(CardError) {
         guard (1...12).contains(month) else { throw CardError(rejection: .invalidExpiryMonth(month)) }
-        guard (2000...9999).contains(year) else {
+        // To 2099: every record and message gives the year in two digits (MM/YY, as cards print it), and 2100 came
+        // back as 00, an expiry long past.
+        guard (2000...2099).contains(year) else {
             throw CardError(
                 .invalidCard,
-                "the expiry year \(year) is out of range; use a four-digit year from 2000",
+                "the expiry year \(year) is out of range; use a four-digit year from 2000 to 2099",
                 rejection: .malformedExpiry
             )
         }

@@ -12,7 +12,7 @@ public enum CardRejection: Sendable, Hashable, CustomStringConvertible {
     /// The expiry is not written as `MM/YY`.
     case malformedExpiry
     /// Card data (the JSON inside a JWE) gives its `expirationDate` otherwise than as a month of one or two digits
-    /// and a four-digit year from 2000, both strings.
+    /// and a four-digit year from 2000 to 2099, both strings.
     case malformedExpirationDate
     /// The expiry month is outside 01–12.
     case invalidExpiryMonth(Int)
@@ -34,7 +34,7 @@ public enum CardRejection: Sendable, Hashable, CustomStringConvertible {
             return "the expiry date must be written as MM/YY, for example 09/27"
         case .malformedExpirationDate:
             return "the card data's expirationDate must give the month as two digits and the year as four digits "
-                + "from 2000 on, both as strings, for example {\"month\": \"09\", \"year\": \"2027\"}"
+                + "from 2000 to 2099, both as strings, for example {\"month\": \"09\", \"year\": \"2027\"}"
         case .invalidExpiryMonth(let month):
             return "the expiry month \(month) is not a month; use 01 to 12"
         case .expired(let expiry):

@@ -45,7 +45,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                     .invalidArgument,
                     "the renewed card's expiry (month \"\(card.expirationDate.month)\", year "
                         + "\"\(card.expirationDate.year)\") is not valid: give two digits for the month (01 to 12) and "
-                        + "four for the year")
+                        + "four for the year (2000 to 2099)")
             }
             guard !cardExpiry.hasPassed(asOf: tsp.now()) else {
                 throw TSPError(

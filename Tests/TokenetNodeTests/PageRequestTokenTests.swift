@@ -1,6 +1,7 @@
 import Testing
 import TokenetNode
-import TokenetRPC
+
+@testable import TokenetRPC
 
 /// Page tokens are read strictly: a token with a stray "=" or one altered character is refused with
 /// INVALID_ARGUMENT instead of being read as the key of another page, and so is a token of another call.
@@ -27,14 +28,33 @@ import TokenetRPC
         #expect(throws: RPCError.self) { try PageRequest(size: 10, token: "p1.MQ", call: "ListCards") }
     }
 
+    /// Inside a served call a token carries the method's full path: the wallet's ListTransactions and the TSP's, or
+    /// the wallet's ListCards and the issuer's, share a name, and each paged the other from a wrong place.
+    @Test func aTokenOfAnotherServiceSameNamedCallIsRefused() throws {
+        func served<T>(_ method: String, _ body: () throws -> T) rethrows -> T {
+            let context = ServerContext(
+                method: method, metadata: Metadata(), peer: nil, deadline: nil, traceID: "0000000000000ab")
+            return try ServerContext.$current.withValue(context, operation: body)
+        }
+        let wallet = "/tokenet.wallet.v1.WalletControl/ListCards"
+        let token = try served(wallet) { try PageRequest(size: 2, token: "", call: "ListCards").token(after: "2") }
+        #expect(try served(wallet) { try PageRequest(size: 2, token: token, call: "ListCards").after } == "2")
+        let error = try #require(throws: RPCError.self) {
+            try served("/tokenet.issuer.v1.IssuerControl/ListCards") {
+                try PageRequest(size: 2, token: token, call: "ListCards")
+            }
+        }
+        #expect(error.message.contains("ListCards: page_token is a next_page_token of another listing"))
+    }
+
     @Test(arguments: [
-        // "p2." + "TGlzdENhcmRzL2NhcmQtMzAw" is ListCards/card-300: read by skipping each "=", these were card-300.
-        "p2.TGlzdENh=cmRzL2NhcmQtMzAw",
-        "p2.TGlzdENhcmRzL2NhcmQtMzAw====",
-        "p2.TGlzdENhcmRzL2NhcmQtMzAw=",
+        // "p2." + "TGlzdENhcmRzH2NhcmQtMzAw" is ListCards, U+001F, card-300: read by skipping each "=", these were card-300.
+        "p2.TGlzdENh=cmRzH2NhcmQtMzAw",
+        "p2.TGlzdENhcmRzH2NhcmQtMzAw====",
+        "p2.TGlzdENhcmRzH2NhcmQtMzAw=",
         // One character more than a whole number of bytes.
-        "p2.TGlzdENhcmRzL2NhcmQtMzAwA",
-        "p2.TGlzdENhcmRzL2NhcmQtMzAw!",
+        "p2.TGlzdENhcmRzH2NhcmQtMzAwA",
+        "p2.TGlzdENhcmRzH2NhcmQtMzAw!",
     ])
     func aMalformedTokenIsRefused(token: String) {
         #expect(throws: RPCError.self) { try PageRequest(size: 10, token: token, call: "ListCards") }

@@ -14,6 +14,8 @@ import TokenetWire
         ("00", "1999", "is not valid"),
         ("1", "2031", "is not valid"),
         ("12", "2020", "the renewed card expired at the end of 12/20"),
+        // MM/YY everywhere: 2100 came back as 00, an expiry long past.
+        ("06", "2100", "is not valid"),
     ])
     func anImpossibleOrPastExpiryIsRefused(month: String, year: String, message: String) async throws {
         let tsp = try TSPHarness.make()
