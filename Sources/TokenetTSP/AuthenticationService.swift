@@ -66,6 +66,14 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
             ] where value.isEmpty {
                 throw TSPError(.invalidArgument, "\(field) is required")
             }
+            // A code that is not digits can be no credential's: refused without a try, as a malformed one-time or
+            // activation code is (it counted as a wrong code towards the lock).
+            for (field, code) in [("user_code", request.userCode), ("device_code", request.deviceCode)]
+            where code.utf8.count > 10 || !code.utf8.allSatisfy({ (48...57).contains($0) }) {
+                throw TSPError(
+                    .invalidArgument,
+                    "\(field) must be the decimal digits the credential shows (at most 10); no try was used")
+            }
             let result = try tsp.authentication.login(
                 issuerID: issuerID, userCredentialID: request.userCredentialID, userCode: request.userCode,
                 deviceCredentialID: request.deviceCredentialID, deviceCode: request.deviceCode)

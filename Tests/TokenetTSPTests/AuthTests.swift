@@ -293,6 +293,15 @@ import TokenetWire
     @Test func lockoutAfterTenFailuresUntilTheIssuerUnlocks() async throws {
         let auth = try await Auth.make()
         let (user, device) = try await auth.credentials()
+        // A code that is not digits can be no credential's: refused, and no try is used (it counted towards the lock).
+        for code in ["abc", "12345678901", "１２３４５６"] {
+            await expectRPCError(.invalidArgument, "user_code must be the decimal digits the credential shows") {
+                try await auth.authentication.login(
+                    .init(
+                        userCredentialID: user.credentialID, userCode: code, deviceCredentialID: device.credentialID,
+                        deviceCode: try Self.code(device, 0)))
+            }
+        }
         for attempt in 1...9 {
             let response = try await auth.authentication.login(
                 .init(

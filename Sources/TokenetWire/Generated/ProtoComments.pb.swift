@@ -195,7 +195,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.AnswerAuthnResponse.decline_reason": "Why a payment the cardholder proceeded with was declined; empty otherwise.",
         "tokenet.tsp.v1.AnswerAuthnResponse.status": "PROCEEDED or CANCELLED.",
         "tokenet.tsp.v1.Authentication": "The issuer app's side (the issuer node hosts the simulated app, so the role is issuer).",
-        "tokenet.tsp.v1.Authentication.Login": "A code from the user credential and one from the device credential of the same account: an access token.",
+        "tokenet.tsp.v1.Authentication.Login": "A code from the user credential and one from the device credential of the same account: an access token. A\ncode that is not decimal digits (or longer than 10) is INVALID_ARGUMENT and uses no try.",
         "tokenet.tsp.v1.Authentication.RemoveCredentials": "Removes an account's two credentials, as the app does when the cardholder removes the account from it: they log\nin no more, and the access tokens they signed in are refused from then on. Credentials the TSP no longer holds\nare not an error (removed counts what was there), so the app can retry after a lost answer. Two credentials that\nare not one account's pair (two accounts', the pair given the wrong way round, or one the TSP holds with one it\ndoes not) are INVALID_ARGUMENT, and nothing is removed.",
         "tokenet.tsp.v1.Authentication.Resync": "Resynchronises a credential whose counter ran ahead of the TSP's look-ahead window: two consecutive codes.",
         "tokenet.tsp.v1.Authentication.VerifyActivation": "Activates one account: on success the TSP provisions a user credential and a device credential.",

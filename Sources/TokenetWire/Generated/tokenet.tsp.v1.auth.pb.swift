@@ -869,7 +869,8 @@ extension TspV1 {
             service: serviceName, name: "VerifyActivations", kind: .unary, allowedRoles: ["issuer"]
         )
 
-        /// A code from the user credential and one from the device credential of the same account: an access token.
+        /// A code from the user credential and one from the device credential of the same account: an access token. A
+        /// code that is not decimal digits (or longer than 10) is INVALID_ARGUMENT and uses no try.
         public static let login = MethodDescriptor<TspV1.LoginRequest, TspV1.LoginResponse>(
             service: serviceName, name: "Login", kind: .unary, allowedRoles: ["issuer"]
         )
