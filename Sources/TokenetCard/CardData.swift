@@ -70,8 +70,8 @@ public struct CardData: Codable, Sendable, Equatable, CustomStringConvertible, C
     public func pan() throws(CardError) -> PAN { try PAN(accountNumber) }
 
     /// The validated expiry. A month or year not written as `expirationDate` asks (a two-digit month, `09`; a
-    /// four-digit year from 2000 to 2099) is `.malformedExpirationDate`, whose message says how card data gives the expiry: the card's `MM/YY`
-    /// form (`.malformedExpiry`) is not what the sender has to write here.
+    /// four-digit year from 2000 to 2099) is `.malformedExpirationDate`, whose message says how card data gives the
+    /// expiry: the card's `MM/YY` form (`.malformedExpiry`) is not what the sender has to write here.
     public func expiry() throws(CardError) -> CardExpiry {
         let month = expirationDate.month
         let year = expirationDate.year

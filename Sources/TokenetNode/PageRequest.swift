@@ -14,8 +14,8 @@ import TokenetWire
 /// treat it as opaque, and a later format can tell its own tokens from these. A token is taken only by the call that
 /// made it: one listing's keys read as another's place (row numbers, in most), and a token of the wallet's
 /// CurrentTokens paged its ListCards, one of its ListTransactions the TSP's. Tokens are not signed: a token made by
-/// hand for a call is taken. Keys are unique and never change, so an item added between two pages is listed once, in its place, or not
-/// at all if it sorts before the page under way.
+/// hand for a call is taken. Keys are unique and never change, so an item added between two pages is listed once, in
+/// its place, or not at all if it sorts before the page under way.
 public struct PageRequest: Equatable, Sendable {
     public static let defaultSize = 500
     public static let maximumSize = 1000
