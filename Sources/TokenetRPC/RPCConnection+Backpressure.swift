@@ -50,20 +50,14 @@ extension RPCConnection {
     ///
     /// `id` nil: for a call not yet opened, which waits only for the outbound buffer (`waitForRoomToOpen`).
     func waitForSendCapacity(_ id: UInt32?) async {
-        func mustWait(_ core: Core) -> Bool {
-            guard !core.closing else { return false }
-            guard let id else { return core.outbound.count > Self.outboundHighWater }
-            return core.machine.streams.contains(id)
-                && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
-        }
         while !Task.isCancelled {
-            guard core.withLock({ mustWait($0) }) else { return }
+            guard core.withLock({ Self.mustWaitForCapacity(id, $0) }) else { return }
             await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     core.withLock { core in
                         // Checked under the lock: a cancellation after this finds the waiter and wakes it.
-                        if !Task.isCancelled && mustWait(core) {
-                            core.capacityWaiters.append(continuation)
+                        if !Task.isCancelled && Self.mustWaitForCapacity(id, core) {
+                            core.capacityWaiters.append(CapacityWaiter(.capacity(streamID: id), continuation))
                         } else {
                             continuation.resume()
                         }
@@ -73,6 +67,15 @@ extension RPCConnection {
                 wakeCapacityWaitersWhenCancelled()
             }
         }
+    }
+
+    /// Whether a sender must still wait: its call's queued messages do not fit its window, or the outbound buffer is
+    /// over its high-water mark (`id` nil: only the latter), and neither the call nor the connection is over.
+    static func mustWaitForCapacity(_ id: UInt32?, _ core: Core) -> Bool {
+        guard !core.closing else { return false }
+        guard let id else { return core.outbound.count > outboundHighWater }
+        return core.machine.streams.contains(id)
+            && (core.machine.pendingBytes(id) > 0 || core.outbound.count > outboundHighWater)
     }
 
     /// Why a unary call was not opened (`openCall(unlessFull:)`): more than `outboundHighWater` bytes wait for the
@@ -128,20 +131,57 @@ extension RPCConnection {
     /// Every waiter wakes and checks again; only the cancelled one stops waiting.
     func wakeCapacityWaitersWhenCancelled() {
         let wokenHere: Bool? = core.withLockIfAvailable { core in
-            wakeCapacityWaiters(&core)
+            wakeCapacityWaiters(&core, all: true)
             return true
         }
         guard wokenHere == nil else { return }
-        let wake: @Sendable () -> Void = { [self] in core.withLock { wakeCapacityWaiters(&$0) } }
+        let wake: @Sendable () -> Void = { [self] in core.withLock { wakeCapacityWaiters(&$0, all: true) } }
         if let loop, loop.execute(wake) { return }
         Task { wake() }
     }
 
-    /// Lets waiting senders check again; called whenever window opens or the outbound buffer drains.
-    func wakeCapacityWaiters(_ core: inout Core) {
+    /// Wakes the waiters whose wait is over; called whenever window opens, the outbound buffer drains, a frame
+    /// arrives or the connection ends. Each waiter's condition is checked here, under the lock, so a sender whose
+    /// call still has no window stays asleep: with a thousand senders held by a slow peer, waking them all on every
+    /// chunk read cost a thousand task switches per chunk, for the one or two that could send. `all` wakes every
+    /// waiter (a task was cancelled, and the waiter does not say which task it is); each one checks again.
+    func wakeCapacityWaiters(_ core: inout Core, all: Bool = false) {
         guard !core.capacityWaiters.isEmpty else { return }
-        let waiters = core.capacityWaiters
-        core.capacityWaiters.removeAll()
-        for waiter in waiters { waiter.resume() }
+        // Those still waiting are moved to the front, in their order; the rest are woken.
+        var kept = 0
+        for index in core.capacityWaiters.indices {
+            let waiter = core.capacityWaiters[index]
+            let waits: Bool
+            switch waiter.kind {
+            case .capacity(let id): waits = !all && Self.mustWaitForCapacity(id, core)
+            case .hello: waits = !all && Self.awaitsHello(core)
+            }
+            if waits {
+                core.capacityWaiters[kept] = waiter
+                kept += 1
+            } else {
+                waiter.continuation.resume()
+                core.capacityWakeups &+= 1
+            }
+        }
+        core.capacityWaiters.removeLast(core.capacityWaiters.count - kept)
+    }
+}
+
+/// A task waiting on a connection, and for what (`RPCConnection.wakeCapacityWaiters`).
+struct CapacityWaiter {
+    enum Kind {
+        /// Room to send on a call (nil: to open one).
+        case capacity(streamID: UInt32?)
+        /// The peer's hello.
+        case hello
+    }
+
+    let kind: Kind
+    let continuation: CheckedContinuation<Void, Never>
+
+    init(_ kind: Kind, _ continuation: CheckedContinuation<Void, Never>) {
+        self.kind = kind
+        self.continuation = continuation
     }
 }

@@ -29,7 +29,7 @@ extension RPCConnection {
                     let waiting = core.withLock { core in
                         guard !Task.isCancelled, case .waiting = Self.greeting(of: core) else { return false }
                         // Woken with the senders waiting for capacity: after each frame read and at the end.
-                        core.capacityWaiters.append(continuation)
+                        core.capacityWaiters.append(CapacityWaiter(.hello, continuation))
                         return true
                     }
                     if !waiting { continuation.resume() }
@@ -38,6 +38,12 @@ extension RPCConnection {
                 wakeCapacityWaitersWhenCancelled()
             }
         }
+    }
+
+    /// Whether the connection is still waiting for the peer's hello (and has not ended).
+    static func awaitsHello(_ core: Core) -> Bool {
+        if case .waiting = greeting(of: core) { return true }
+        return false
     }
 
     private static func greeting(of core: Core) -> Greeting {

@@ -75,8 +75,11 @@ final class RPCConnection: Sendable {
         var unreadCounted = 0
         var lastCallActivity = ContinuousClock.now
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
-        /// Senders waiting for flow-control window or for the outbound buffer to drain.
-        var capacityWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Senders waiting for flow-control window or for the outbound buffer to drain, and channels waiting for
+        /// the peer's hello: each is woken only once what it waits for has come (`wakeCapacityWaiters`).
+        var capacityWaiters: [CapacityWaiter] = []
+        /// How many of them have been woken, over the connection's life (a figure for tests and diagnostics).
+        var capacityWakeups = 0
         /// A write to the stream is in progress (by the writer task or by a caller flushing its own frames).
         var writing = false {
             didSet { if writing && !oldValue { writesBegun &+= 1 } }

@@ -68,4 +68,52 @@ import TokenetWire
         release.store(true, ordering: .releasing)
         #expect(try await call.value.fInt32 == 200)
     }
+
+    /// Senders held by a peer are woken only when their own wait is over: window granted to one call leaves the
+    /// others asleep, where waking every waiter on every frame read cost a task switch per waiter per frame.
+    @Test(.timeLimit(.minutes(3))) func windowForOneCallWakesOnlyItsSender() async throws {
+        let calls = 30
+        let released = Mutex<Set<Int32>>([])
+        var router = RPCRouter()
+        router.clientStreaming(Echo.clientStream) { requests, _ in
+            var iterator = requests.makeAsyncIterator()
+            guard let first = try await iterator.next() else { return Scalars() }
+            while !released.withLock({ $0.contains(first.fInt32) }) { try await Task.sleep(for: .milliseconds(5)) }
+            var count: Int32 = 1
+            while try await iterator.next() != nil { count += 1 }
+            return Scalars(fInt32: count)
+        }
+        var settings = ConnectionSettings.defaults
+        settings.initialStreamWindow = 16 * 1024
+        let (_, client, _) = InMemoryCallTests.connect(router, settings: settings)
+        let payload = Data(repeating: 3, count: 1024)
+        // Each call sends 40 KiB against a window of 16 KiB: all of them end up waiting for window.
+        let tasks = (0..<Int32(calls)).map { index in
+            Task {
+                try await client.clientStreaming(Echo.clientStream) { writer in
+                    for _ in 0..<40 { try await writer.send(Scalars(fInt32: index, fBytes: payload)) }
+                }
+            }
+        }
+        func waiting() -> Int { client.connection.core.withLock { $0.capacityWaiters.count } }
+        func wakeups() -> Int { client.connection.core.withLock { $0.capacityWakeups } }
+        // Until every sender waits and the grants for the messages the handlers took first have been used.
+        var settled = (wakeups: -1, rounds: 0)
+        for _ in 0..<6_000 where settled.rounds < 20 {
+            try await Task.sleep(for: .milliseconds(10))
+            let now = wakeups()
+            settled = waiting() == calls && now == settled.wakeups ? (now, settled.rounds + 1) : (now, 0)
+        }
+        #expect(waiting() == calls)
+        let before = wakeups()
+        released.withLock { _ = $0.insert(0) }
+        #expect(try await tasks[0].value.fInt32 == 40)
+        // Its own wakes, at most one per message it still had to send; the others slept through its frames.
+        let woken = wakeups() - before
+        #expect(woken <= 40, "\(woken) wakes for one call's window")
+        #expect(waiting() == calls - 1)
+        released.withLock { $0.formUnion(0..<Int32(calls)) }
+        for task in tasks { #expect(try await task.value.fInt32 == 40) }
+        #expect(waiting() == 0)
+    }
 }
