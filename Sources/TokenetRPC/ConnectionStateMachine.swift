@@ -273,7 +273,39 @@ struct ConnectionStateMachine {
         peerHelloReceived = true
         // A connection already draining stays so.
         if state == .awaitingHello { state = .active }
-        return []
+        return openWindowsAtHello()
+    }
+
+    /// Client: the calls opened before the server's hello held their messages (`openCall`), since the window and the
+    /// frame size they must respect are the server's, which may be smaller than the defaults: each now gets the
+    /// window the hello announced and sends what it holds, or fails when it holds a message the server's limits
+    /// can never let through.
+    private mutating func openWindowsAtHello() -> Actions {
+        guard role == .client, !streams.isEmpty else { return [] }
+        var actions: Actions = []
+        for id in streams.ids.sorted() {
+            guard let index = streams.index(forKey: id) else { continue }
+            if let tooLarge = backlogs[id]?.messages.first(where: { $0.count > peerSettings.largestMessage }) {
+                actions += streamError(id, .resourceExhausted, oversizedMessage(tooLarge.count))
+                continue
+            }
+            streams[slot: index].sendWindow = peerSettings.initialStreamWindow
+            actions += flushPending(id)
+        }
+        return actions
+    }
+
+    /// Why a message of `byteCount` bytes cannot be sent: it names the peer's limit it exceeds, the smaller of its
+    /// frame size, less room for the frame's own fields around the data, and its flow-control window, which never
+    /// grows past its initial size (a larger message would wait for it forever), so that the person sending knows
+    /// how much to cut.
+    private func oversizedMessage(_ byteCount: Int) -> String {
+        let framed = peerSettings.maxFrameSize - ConnectionSettings.messageFrameOverhead
+        let limit =
+            framed < peerSettings.initialStreamWindow
+            ? "\(framed) bytes (its maximum frame size of \(peerSettings.maxFrameSize), less 64 for the frame)"
+            : "\(peerSettings.initialStreamWindow) bytes (its flow-control window)"
+        return "a \(byteCount)-byte message is larger than the peer accepts: at most \(limit)"
     }
 
     private mutating func receiveGoAway(_ goaway: WireV1.GoAway) -> Actions {
@@ -439,8 +471,11 @@ struct ConnectionStateMachine {
         }
         let id = nextStreamID
         nextStreamID += 2
+        // Before the server's hello its messages wait (a window of 0; `openWindowsAtHello`): the server may announce
+        // a window or a frame size below the defaults, and enforces its own from the first byte.
         streams[id] = Stream(
-            sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
+            sendWindow: peerHelloReceived ? peerSettings.initialStreamWindow : 0,
+            receiveWindow: localSettings.initialStreamWindow)
         var actions = Actions(.write(WireV1.Frame(streamID: id, kind: .callStart(start))))
         if nextStreamID > Self.largestStreamID {
             // That was the last id: the connection drains (its calls finish, then it closes) and stops counting as
@@ -463,19 +498,8 @@ struct ConnectionStateMachine {
     /// Sends one request (client) or response (server) message.
     mutating func sendMessage(_ id: UInt32, _ data: Data) -> Actions {
         guard let index = streams.index(forKey: id), streams[slot: index].acceptsMessages else { return [] }
-        // The largest message the peer takes is the smaller of two limits, and the message names that one, so that
-        // the person sending knows how much to cut: its frame size, less room for the frame's own fields around the
-        // data, and its flow-control window, which never grows past its initial size (a larger message would wait
-        // for it forever).
-        let framed = peerSettings.maxFrameSize - ConnectionSettings.messageFrameOverhead
         guard data.count <= peerSettings.largestMessage else {
-            let limit =
-                framed < peerSettings.initialStreamWindow
-                ? "\(framed) bytes (its maximum frame size of \(peerSettings.maxFrameSize), less 64 for the frame)"
-                : "\(peerSettings.initialStreamWindow) bytes (its flow-control window)"
-            return streamError(
-                id, .resourceExhausted, "a \(data.count)-byte message is larger than the peer accepts: at most \(limit)"
-            )
+            return streamError(id, .resourceExhausted, oversizedMessage(data.count))
         }
         if !streams[slot: index].messagesQueued, data.count <= streams[slot: index].sendWindow {
             streams[slot: index].sendWindow -= data.count

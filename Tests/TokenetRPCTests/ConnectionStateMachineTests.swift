@@ -453,6 +453,33 @@ import TokenetWire
         #expect(released == [.write(Self.message(id, 70))])
     }
 
+    /// A client's calls opened before the server's hello hold their messages until it comes: the server enforces
+    /// the window and frame size it announces from the first byte, and they may be below the defaults.
+    @Test func messagesBeforeTheServersHelloWaitForItsLimits() throws {
+        var client = Machine(role: .client)
+        _ = client.start()
+        let (small, _) = try client.openCall(Self.start)
+        let (large, _) = try client.openCall(Self.start)
+        #expect(client.directSendAllowance(small) == 0)
+        #expect(client.sendMessage(small, Data(count: 60)) == [], "held until the hello")
+        #expect(client.sendMessage(small, Data(count: 40)) == [])
+        #expect(client.sendEndOfRequests(small) == [], "behind its messages")
+        #expect(client.sendMessage(large, Data(count: 200)) == [], "within the defaults, held too")
+        let actions = client.receive(
+            Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: .init(initialStreamWindow: 100)))))
+        let message = "a 200-byte message is larger than the peer accepts: at most 100 bytes (its flow-control window)"
+        #expect(
+            actions == [
+                .write(Self.message(small, 60)), .write(Self.message(small, 40)),
+                .write(Self.frame(small, .halfClose(WireV1.HalfClose()))),
+                .write(Self.frame(large, .cancel(WireV1.Cancel(reason: message)))),
+                .failCall(streamID: large, code: .resourceExhausted, message: message),
+            ])
+        // Opened after the hello: the announced window at once.
+        let (later, _) = try client.openCall(Self.start)
+        #expect(client.directSendAllowance(later) == 100)
+    }
+
     /// No window is granted for messages the peer will not send: after its half-close, or for a call whose
     /// direction carries one message.
     @Test func nothingIsGrantedWhenNoMoreMessagesCome() {

@@ -35,6 +35,9 @@ import TokenetWire
         let stream = RecordingStream(loop: loop)
         let connection = RPCConnection(
             stream: stream, role: .client, settings: ConnectionSettings(maxConcurrentStreams: 1000), handler: nil)
+        // The server has greeted it: a call's messages wait for the server's hello.
+        let hello = WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1)))
+        connection.core.withLock { #expect($0.machine.receive(hello) == []) }
         return (connection, stream)
     }
 
