@@ -196,6 +196,14 @@ public final class RPCChannel: RPCCaller {
     /// Whether a connection attempt, or the backoff before it, is under way.
     var isConnecting: Bool { state.withLock { $0.connecting } }
 
+    /// Who the channel calls, as its owner named it (`peer`), for the owner's log.
+    public var peerName: String? { peer }
+
+    /// Why the latest connection attempt failed, while attempts fail; nil once a connection is made. `LinkChange`
+    /// reports a reason only when its kind changes, so this is the reason to quote when saying later that the peer
+    /// is still not reached (a peer first refused, then found to listen without answering, is a different matter).
+    public var lastFailure: String? { state.withLock { $0.lastError.map { "\($0)" } } }
+
     // MARK: - Calls
 
     /// A unary call. When a goaway shows that the server never processed it (the call crossed the server's
@@ -212,7 +220,8 @@ public final class RPCChannel: RPCCaller {
         let started = ContinuousClock.now
         let first = try await client(for: options)
         do {
-            return try await first.unary(method, request, options: options)
+            return try await first.unary(
+                method, request, options: try Self.leftAfterConnecting(options, since: started))
         } catch let error as RPCError where error.callWasNotProcessed || error.callMetAClosingConnection {
             if error.callMetAClosingConnection { retire(first) }
             guard let again = Self.sendingAgain(options, since: started) else { throw error }
@@ -233,7 +242,8 @@ public final class RPCChannel: RPCCaller {
         let stream: ResponseStream<Response>
         let first = try await client(for: options)
         do {
-            stream = try await first.serverStreaming(method, request, options: options)
+            stream = try await first.serverStreaming(
+                method, request, options: try Self.leftAfterConnecting(options, since: started))
         } catch let error as RPCError where error.callMetAClosingConnection {
             retire(first)
             guard let again = Self.sendingAgain(options, since: started) else { throw error }
@@ -253,13 +263,27 @@ public final class RPCChannel: RPCCaller {
     {
         let client = try await client(for: options)
         do {
-            return (client, try client.open(path, options))
+            return (client, try client.open(path, try Self.leftAfterConnecting(options, since: started)))
         } catch let error as RPCError where error.callMetAClosingConnection {
             retire(client)
             guard let again = Self.sendingAgain(options, since: started) else { throw error }
             let next = try await self.client(for: again)
             return (next, try next.open(path, again))
         }
+    }
+
+    /// The options of a call's first attempt once its connection is ready: its timeout is what connecting left of it.
+    /// Sent with the whole timeout, a call that waited 4 s of its 5 for a slow handshake ran up to 9 s, and the
+    /// server was given 5 s more than the caller would wait.
+    private static func leftAfterConnecting(_ options: CallOptions, since started: ContinuousClock.Instant)
+        throws(RPCError) -> CallOptions
+    {
+        guard let left = sendingAgain(options, since: started) else {
+            throw RPCError(
+                .deadlineExceeded, "the deadline passed while connecting",
+                cause: NotConnected(reason: "the deadline passed while connecting"))
+        }
+        return left
     }
 
     /// The options of a call sent once more: its timeout is what is left of the first one; nil when nothing is.
@@ -446,6 +470,8 @@ public final class RPCChannel: RPCCaller {
         }
         do {
             if let notBefore, notBefore > .now { try await Task.sleep(until: notBefore, clock: .continuous) }
+            // Closed during the backoff (a node stopping): no new connection to a peer nobody will call.
+            guard !state.withLock({ $0.closed }) else { throw ChannelClosed() }
             let stream = try await withDeadline(deadline) { try await self.connector() }
             let client = RPCClient(stream: stream, settings: settings, timers: timers)
             do {
@@ -462,6 +488,12 @@ public final class RPCChannel: RPCCaller {
                 throw error
             }
             outcome = .success(client)
+        } catch is ChannelClosed {
+            // No failure of the peer's to count or report.
+            let error = RPCError(
+                .unavailable, "the channel is closed", cause: NotConnected(reason: "the channel is closed"))
+            finishAttempt(.failure(error), countsAsFailure: false)
+            throw error
         } catch {
             outcome = .failure(error)
         }
@@ -485,6 +517,9 @@ public final class RPCChannel: RPCCaller {
             throw unavailable(error, attempts: failures + 1)
         }
     }
+
+    /// An attempt found the channel closed after its backoff (`attempt`).
+    private struct ChannelClosed: Error {}
 
     /// Returns once the server behind `client` has greeted it (`RPCConnection.waitForPeerHello`): only then is the
     /// peer reached. A server that refused this node's certificate ended the connection here, after a handshake

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetRPC
 import TokenetTestSupport
@@ -134,6 +135,28 @@ import TokenetWire
         #expect(outgoing.news(refused, peer: "bank-c", now: start + .seconds(1)) == .notYetReachable)
         _ = outgoing.news(.reachable(afterFailedAttempts: 1), peer: "bank-c", now: start + .seconds(2))
         #expect(outgoing.stillUnreachableAfterStart("bank-c") == nil)
+    }
+
+    /// The warning once the start is over quotes the latest failed attempt of a channel to the peer, not the first:
+    /// a peer refused while it was starting, then found listening but not answering, is another matter to fix.
+    @Test(.timeLimit(.minutes(3))) func theWarningAfterTheStartQuotesTheLatestFailure() async throws {
+        struct Failure: Error, CustomStringConvertible { let description: String }
+        let outgoing = NodeOutgoing(startupGrace: .seconds(10))
+        let attempts = Atomic<Int>(0)
+        let channel = RPCChannel(
+            backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .milliseconds(5)),
+            peer: "the tsp-node"
+        ) {
+            let attempt = attempts.add(1, ordering: .relaxed).newValue
+            throw Failure(description: attempt == 1 ? "refused" : "no handshake in time")
+        }
+        outgoing.track(channel)
+        let first = RPCChannel.LinkChange.unreachable(reason: "refused", kind: RPCChannel.unreachableKind)
+        #expect(outgoing.news(first, peer: "the tsp-node") == .notYetReachable)
+        _ = try? await channel.unary(TestingV1.Echo.unary, TestingV1.Scalars())
+        #expect(attempts.load(ordering: .relaxed) > 1)
+        #expect(outgoing.stillUnreachableAfterStart("the tsp-node") == "no handshake in time")
+        await channel.close()
     }
 }
 

@@ -290,6 +290,47 @@ import TokenetWire
         _ = await first.result
     }
 
+    /// A channel closed while a call waits out the backoff (a node stopping) opens no new connection after it: one
+    /// made then was never closed gracefully, since `close()` had already looked for connections to close.
+    @Test(.timeLimit(.minutes(3))) func aChannelClosedDuringTheBackoffConnectsNoMore() async throws {
+        let attempts = Atomic<Int>(0)
+        let channel = RPCChannel(
+            backoff: RPCChannel.Backoff(initial: .seconds(5), maximum: .seconds(5)), readinessWait: .seconds(120)
+        ) {
+            attempts.add(1, ordering: .relaxed)
+            throw ConnectorError()
+        }
+        let call = Task {
+            try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(120)))
+        }
+        while attempts.load(ordering: .relaxed) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        await channel.close()
+        let error = await #expect(throws: RPCError.self) { try await call.value }
+        #expect(
+            error?.code == .unavailable && error?.message.contains("closed") == true, "\(String(describing: error))")
+        #expect(attempts.load(ordering: .relaxed) == 1)
+        #expect(channel.consecutiveFailures == 1, "closing is no failure of the peer's")
+    }
+
+    /// The time a call waited for its connection comes off its deadline: the server is given what is left, not the
+    /// whole timeout again (a 5 s call behind a 4 s handshake ran for 9 s).
+    @Test(.timeLimit(.minutes(3))) func connectingTakesItsTimeFromTheCallsDeadline() async throws {
+        var router = RPCRouter()
+        router.unary(Echo.unary) { _, context in
+            let left = context.deadline.map { $0 - ContinuousClock.now } ?? .zero
+            return Scalars(fInt64: Int64(left / .milliseconds(1)))
+        }
+        let harness = Harness(router: router)
+        let channel = RPCChannel(backoff: Self.fastBackoff) {
+            try await Task.sleep(for: .seconds(5))  // a slow handshake
+            return try await harness.connect()
+        }
+        // A deadline far past the test's time limit, so that a loaded machine still connects within it.
+        let answer = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(600)))
+        #expect(answer.fInt64 > 0 && answer.fInt64 <= 595_000, "the server was given \(answer.fInt64) ms")
+        await channel.close()
+    }
+
     /// A peer that refuses every attempt fails a call after the channel's readiness wait, not at the end of the
     /// call's much later deadline (a CLI user waited 27 s of 30 for a node whose peer was down); a peer that comes
     /// back within the wait is reached. The deadlines are an hour, past the test's time limit: without the wait the
