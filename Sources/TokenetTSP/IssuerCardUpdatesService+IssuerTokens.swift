@@ -11,7 +11,8 @@ extension IssuerCardUpdatesService {
     {
         try await tsp.handling("GetIssuerTokens", context) { log in
             let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "GetIssuerTokens")
-            let ids = try LifecycleService.namedTokens(request.digitalCardIds, call: "GetIssuerTokens")
+            let ids = try LifecycleService.namedTokens(
+                request.digitalCardIds, pageToken: request.pageToken, call: "GetIssuerTokens")
             let issuers = try tsp.store.issuerIDs(registeredBy: context.peer?.nodeID)
             guard !issuers.isEmpty else {
                 // Not who the caller is but what it has not done yet: a precondition, as gRPC names it.

@@ -109,8 +109,15 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
     }
 
     /// The tokens a listing (`GetTokenStates`, `GetIssuerTokens`) is asked about by id: at most a page's worth,
-    /// counted as sent (an id named twice is answered once, but counts twice here).
-    static func namedTokens(_ ids: [String], call: String) throws(TSPError) -> [String] {
+    /// counted as sent (an id named twice is answered once, but counts twice here). Named tokens come in one response,
+    /// so a page token with them is refused rather than ignored: the caller meant one of the two.
+    static func namedTokens(_ ids: [String], pageToken: String, call: String) throws(TSPError) -> [String] {
+        guard ids.isEmpty || pageToken.isEmpty else {
+            throw TSPError(
+                .invalidArgument,
+                "\(call): page_token pages the whole listing, and digital_card_ids are answered in one response "
+                    + "without paging; send one or the other")
+        }
         guard ids.count <= PageRequest.maximumSize else {
             throw TSPError(
                 .invalidArgument,
@@ -129,7 +136,8 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             guard let nodeID = context.peer?.nodeID, !nodeID.isEmpty else {
                 throw TSPError(.permissionDenied, "GetTokenStates answers a wallet node, named by its certificate")
             }
-            let ids = try Self.namedTokens(request.digitalCardIds, call: "GetTokenStates")
+            let ids = try Self.namedTokens(
+                request.digitalCardIds, pageToken: request.pageToken, call: "GetTokenStates")
             let listed: [(token: TokenRecord, row: Int64)]
             let next: String
             if ids.isEmpty {

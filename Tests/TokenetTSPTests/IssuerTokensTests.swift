@@ -49,6 +49,10 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "at most 1000 digital_card_ids") {
             try await issuer.getIssuerTokens(.init(digitalCardIds: Array(repeating: ids[0], count: 1001)))
         }
+        let next = try await issuer.getIssuerTokens(.init(pageSize: 1)).nextPageToken
+        await expectRPCError(.invalidArgument, "send one or the other") {
+            try await issuer.getIssuerTokens(.init(pageToken: next, digitalCardIds: [ids[0]]))
+        }
         // Asked by id: in the order asked, each once, an unknown id left out; no advice for the issuer's own.
         let named = try await issuer.getIssuerTokens(.init(digitalCardIds: [ids[3], "DNITHE-none", ids[0], ids[3]]))
         #expect(named.tokens.map(\.digitalCardID) == [ids[3], ids[0]] && named.nextPageToken.isEmpty)

@@ -230,6 +230,11 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "at most 1000 digital_card_ids") {
             try await wallet.getTokenStates(.init(digitalCardIds: Array(repeating: ids[0], count: 1001)))
         }
+        // Ids come in one answer, so a page token with them is refused, not ignored.
+        let next = try await wallet.getTokenStates(.init(pageSize: 1)).nextPageToken
+        await expectRPCError(.invalidArgument, "send one or the other") {
+            try await wallet.getTokenStates(.init(pageToken: next, digitalCardIds: [ids[0]]))
+        }
         for token in [
             "DNITHE000000000000000001", PageRequest.token(after: "01", call: "GetTokenStates"),
             PageRequest.token(after: "+1", call: "GetTokenStates"),

@@ -301,7 +301,8 @@ extension TspV1 {
         /// When given, only these tokens (at most 1000, repeats counted; more is INVALID_ARGUMENT), in the order given, in
         /// one response without paging: a wallet asks again about the tokens whose state it holds at a higher version than
         /// the listing gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token
-        /// of the calling wallet node is left out, and an id named twice is answered once.
+        /// of the calling wallet node is left out, and an id named twice is answered once. With a page_token it is
+        /// INVALID_ARGUMENT (one response has no next page).
         public var digitalCardIds: [String] = []
 
         public init() {}
@@ -1039,7 +1040,8 @@ extension TspV1 {
 
         /// When given, only these tokens (at most 1000, repeats counted), in the order given, in one response without
         /// paging, each with its stand-in advice when the stand-in decided it. An id of no token of the calling node's
-        /// issuers is left out, and an id named twice is answered once.
+        /// issuers is left out, and an id named twice is answered once. With a page_token it is INVALID_ARGUMENT (one
+        /// response has no next page).
         public var digitalCardIds: [String] = []
 
         public init() {}
@@ -1308,7 +1310,7 @@ extension TspV1 {
         /// already holds at a higher or equal version is kept, as for a notification. The listing includes tokens whose
         /// digitization the issuer declined (DEACTIVATED, their ids never given to the wallet: DigitizeResponse leaves
         /// digital_card_id empty then); a wallet skips ids it does not know. Refusals: INVALID_ARGUMENT (a negative
-        /// page_size, a page_token this listing did not make, more than 1000 digital_card_ids).
+        /// page_size, a page_token this listing did not make, more than 1000 digital_card_ids, both a page_token and ids).
         public static let getTokenStates = MethodDescriptor<TspV1.GetTokenStatesRequest, TspV1.GetTokenStatesResponse>(
             service: serviceName, name: "GetTokenStates", kind: .unary, allowedRoles: ["wallet"], hasNoSideEffects: true
         )
@@ -1382,8 +1384,8 @@ extension TspV1 {
         /// CARD_STATE DEACTIVATED it dropped unread left the issuer without a token the stand-in made (its renewals and
         /// card-wide changes then left that token on the card's old number) or still counting a deleted one. A token named
         /// in digital_card_ids that the stand-in decided carries its advice again (stand_in_advice). Refusals:
-        /// INVALID_ARGUMENT (a negative page_size, a page_token this listing did not make, more than 1000 ids),
-        /// FAILED_PRECONDITION (the calling node registered no issuer).
+        /// INVALID_ARGUMENT (a negative page_size, a page_token this listing did not make, more than 1000 ids, both a
+        /// page_token and ids), FAILED_PRECONDITION (the calling node registered no issuer).
         public static let getIssuerTokens = MethodDescriptor<TspV1.GetIssuerTokensRequest, TspV1.GetIssuerTokensResponse>(
             service: serviceName, name: "GetIssuerTokens", kind: .unary, allowedRoles: ["issuer"], hasNoSideEffects: true
         )

@@ -194,7 +194,8 @@ struct  Tokenet__Tsp__V1__GetTokenStatesRequest
    * When given, only these tokens (at most 1000, repeats counted; more is INVALID_ARGUMENT), in the order given, in
    * one response without paging: a wallet asks again about the tokens whose state it holds at a higher version than
    * the listing gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token
-   * of the calling wallet node is left out, and an id named twice is answered once.
+   * of the calling wallet node is left out, and an id named twice is answered once. With a page_token it is
+   * INVALID_ARGUMENT (one response has no next page).
    */
   size_t n_digital_card_ids;
   char **digital_card_ids;
@@ -529,7 +530,8 @@ struct  Tokenet__Tsp__V1__GetIssuerTokensRequest
   /*
    * When given, only these tokens (at most 1000, repeats counted), in the order given, in one response without
    * paging, each with its stand-in advice when the stand-in decided it. An id of no token of the calling node's
-   * issuers is left out, and an id named twice is answered once.
+   * issuers is left out, and an id named twice is answered once. With a page_token it is INVALID_ARGUMENT (one
+   * response has no next page).
    */
   size_t n_digital_card_ids;
   char **digital_card_ids;
