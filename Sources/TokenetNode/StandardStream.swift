@@ -28,6 +28,12 @@ public enum StandardStream {
 
     private static let outputFailure = Atomic<Int32>(0)
 
+    /// Whether a write to stdout found its reader gone (EPIPE: `tokenet decode big.bin | head -1`). Not an error,
+    /// but a command producing output in a loop stops there: nobody reads what it would still write.
+    public static var outputReaderLeft: Bool { readerLeft.load(ordering: .relaxed) }
+
+    private static let readerLeft = Atomic<Bool>(false)
+
     /// Puts /dev/null, opened read-only, on whichever of descriptors 0, 1 and 2 the process was started without
     /// (`tokenet call … >&-`). Otherwise the first socket or file the process opens takes the number, and the lines
     /// meant for stdout or stderr would go into a peer's TLS stream or a database. Read-only, so a write to it fails
@@ -54,7 +60,9 @@ public enum StandardStream {
                 if written < 0 {
                     let code = errno
                     if code == EINTR { continue }
-                    if self == .output, code != EPIPE {
+                    if self == .output, code == EPIPE {
+                        Self.readerLeft.store(true, ordering: .relaxed)
+                    } else if self == .output {
                         _ = Self.outputFailure.compareExchange(expected: 0, desired: code, ordering: .relaxed)
                     }
                     return

@@ -313,6 +313,8 @@ enum DecodeCommand {
                 if frame == WireV1.Frame() { empty += 1 }
                 printOut(
                     SecretFields.maskedJSON(try DecodedFrame.json(frame, calls: &calls), as: WireV1.Frame.self, .frame))
+                // `| head -1`: the rest would be decoded for nobody (a 64 MiB input took minutes).
+                if StandardStream.outputReaderLeft { return }
             }
             try decoder.finish()
         } catch let error as CLIError {

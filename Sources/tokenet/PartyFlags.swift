@@ -35,7 +35,8 @@ struct PartyFlags: Sendable, Equatable {
                 }
                 values[name] = value
                 order.append(name)
-            case .valued(let name, let value): rest += [name, value]
+            // Kept in one piece, so that a value that looks like an option (`--cacert=--key`) stays a value.
+            case .valued(let name, let value): rest.append("\(name)=\(value)")
             case .flag(let name, let inline) where known.contains(name):
                 guard inline == nil else { throw CLIError(.usage, "\(command): \(name) takes no value") }
                 switches.insert(name)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 import TokenetWire
 
 /// `tokenet decode` on bytes made with the frame encoder, as a person would feed it one side of a connection.
@@ -22,6 +23,27 @@ import TokenetWire
             WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())),
         ]
         return try frames.flatMap { try FrameEncoder().encode($0) }
+    }
+
+    /// A reader that stops early (`tokenet decode big.bin | head -1`) ends the decoding, with exit status 0: the
+    /// frames nobody would read are not decoded (a 64 MiB input kept a CPU busy for minutes after `head` returned).
+    @Test(.timeLimit(.minutes(3))) func decodingStopsWhenNobodyReadsItsOutput() async throws {
+        // Two million small frames (16 MB), which take minutes to decode in a debug build.
+        let frame = try FrameEncoder().encode(WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-test-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("frames.bin")
+        try Data(Array([[UInt8]](repeating: frame, count: 2_000_000).joined())).write(to: file)
+        let process = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tokenet").path, ["decode", file.path], standardInput: .nullDevice,
+            standardOutput: .pipe, standardError: .nullDevice)
+        let output = try #require(process.standardOutput)
+        let first = try await offThePool { output.availableData }
+        #expect(String(decoding: first, as: UTF8.self).contains("halfClose"))
+        try output.close()
+        let termination = try await offThePool { process.waitUntilExit(killingAfter: 60) }
+        #expect(termination == .init(reason: .exit, status: 0), "decoding went on for nobody")
     }
 
     /// The server's side: its response and an OK status.

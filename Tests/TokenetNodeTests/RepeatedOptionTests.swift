@@ -22,6 +22,15 @@ import TokenetTestSupport
         #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
     }
 
+    /// A connection option's value written after `=` stays its value in a party command, whatever it looks like: the
+    /// command handed `--cacert=--key` on as two arguments, and was refused for the advice it gives (write
+    /// `--cacert=--key` if that is the value).
+    @Test func aValueAfterTheEqualsSignIsTheValue() async throws {
+        let result = try await runTokenet(["wallet", "cards", "127.0.0.1:1", "--cacert=--key"])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("missing --cert, --key"), "\(result.stderr)")
+    }
+
     /// `--wallet-node` takes a certificate's ID alone, and only for a receipt: the full name, or none at all, bound
     /// a receipt no wallet node could redeem, or bound it to none.
     @Test(arguments: [
