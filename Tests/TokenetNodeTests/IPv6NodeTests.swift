@@ -38,7 +38,7 @@ struct IPv6NodeTests {
             node.process.send(SIGTERM)
             node.process.waitUntilExit(killingAfter: 30)
         }
-        let address = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+        let address = try await PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
             FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
         }
         #expect(address.hasPrefix("[::1]:"), "\(address)")
@@ -61,7 +61,7 @@ struct IPv6NodeTests {
             proxy.send(SIGTERM)
             _ = proxy.waitUntilExit(killingAfter: 30)
         }
-        let banner = try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") {
+        let banner = try await PythonClientInteropTests.waitFor(proxy, "the proxy's banner") {
             (try? String(contentsOfFile: output, encoding: .utf8))?.split(separator: "\n").first.map(String.init)
         }
         let words = banner.split(separator: " ")

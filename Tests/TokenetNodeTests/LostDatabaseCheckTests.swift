@@ -53,7 +53,7 @@ import TokenetTestSupport
         for round in 0..<2 {
             let ready = directory.path("ready-\(round)")
             let node = try LaunchedProcess("tsp-node", arguments + [ready])
-            _ = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+            _ = try await PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
                 FileManager.default.fileExists(atPath: ready) ? true : nil
             }
             node.process.send(SIGTERM)

@@ -152,7 +152,7 @@ import TokenetWire
                 "--plaintext", "--listen", "127.0.0.1:0", "--tsp", "0.0.0.0:9", "--data-dir", scratch.path("data"),
                 "--ready-file", readyFile, "--parent-pid", "\(getpid())",
             ])
-        _ = try PythonClientInteropTests.waitFor(node.process, "wallet-node's ready file") {
+        _ = try await PythonClientInteropTests.waitFor(node.process, "wallet-node's ready file") {
             FileManager.default.fileExists(atPath: readyFile) ? true : nil
         }
         node.process.send(SIGTERM)

@@ -19,7 +19,7 @@ import TokenetTransport
             node.process.send(SIGTERM)
             node.process.waitUntilExit(killingAfter: 30)
         }
-        let address = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+        let address = try await PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
             FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
         }
 

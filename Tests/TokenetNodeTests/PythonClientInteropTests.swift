@@ -83,7 +83,7 @@ import TokenetTransport
         try LaunchedProcess(python: script, arguments).waitForExit(limit: 120)
     }
 
-    /// Polls `probe` until it gives a value, for up to 60 s and while `process` runs.
+    /// Polls `probe` until it gives a value, for up to 180 s and while `process` runs.
     static func waitFor<Value>(
         _ process: SpawnedProcess, _ what: String, _ probe: () throws -> Value?
     ) throws -> Value {
@@ -91,6 +91,18 @@ import TokenetTransport
         while Date() < deadline, process.isRunning {
             if let value = try probe() { return value }
             usleep(20_000)
+        }
+        throw NotReady(what: what, running: process.isRunning)
+    }
+
+    /// `waitFor` for async tests: sleeps between polls instead of holding a thread of the cooperative pool.
+    static func waitFor<Value>(
+        _ process: SpawnedProcess, _ what: String, _ probe: () throws -> Value?
+    ) async throws -> Value {
+        let deadline = Date().addingTimeInterval(180)
+        while Date() < deadline, process.isRunning {
+            if let value = try probe() { return value }
+            try await Task.sleep(for: .milliseconds(20))
         }
         throw NotReady(what: what, running: process.isRunning)
     }

@@ -61,7 +61,7 @@ import TokenetWire
 
         let stopping = ContinuousClock.now
         node.send(SIGTERM)
-        let termination = await Task.detached { node.waitUntilExit(killingAfter: 60) }.value
+        let termination = try await offThePool { node.waitUntilExit(killingAfter: 60) }
         let took = ContinuousClock.now - stopping
         #expect(termination == .init(reason: .exit, status: 1), "\(termination)")
         // The bound is the drain (1 s) plus the grace (10 s); a loaded machine may add to it, not 40 s.

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// Runs blocking test code (waiting for a child process, polling a file, node start-up that waits on a semaphore)
 /// on a thread of its own.
@@ -9,4 +10,15 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }
+}
+
+/// Waits for `process` to exit on a thread of its own, killing it after `limit` seconds, and keeps `resources` (its
+/// data directory, say) alive until it has: for a `deinit` that stops a node, which cannot await and must not hold
+/// a thread of the cooperative pool for the second or so a node takes to stop.
+public func reapOffThePool(_ process: SpawnedProcess, killingAfter limit: Double, keeping resources: AnyObject...) {
+    nonisolated(unsafe) let kept = resources
+    Thread {
+        process.waitUntilExit(killingAfter: limit)
+        withExtendedLifetime(kept) {}
+    }.start()
 }

@@ -110,7 +110,13 @@ final class NodeProcess: @unchecked Sendable {
         process.waitUntilExit(killingAfter: 60)
     }
 
-    deinit { stop() }
+    /// Stopped without waiting here: a thread of its own waits for the exit, holding the data directory until then.
+    deinit {
+        if process.isRunning {
+            process.send(SIGTERM)
+            reapOffThePool(process, killingAfter: 60, keeping: directory)
+        }
+    }
 }
 
 /// The shared development PKI (`DevelopmentPKI`).
