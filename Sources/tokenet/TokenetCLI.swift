@@ -31,8 +31,8 @@ enum TokenetCLI {
             }
             switch first {
             case "--help", "-h":
-                printOut(overview)
-                return 0
+                // `tokenet --help wallet` as `tokenet help wallet`; what follows was dropped without a word.
+                return try helpCommand.run(Array(arguments.dropFirst()))
             case "--version":
                 // What follows is refused as `tokenet version` refuses it, not dropped without a word.
                 return try versionCommand.run(Array(arguments.dropFirst()))
@@ -120,6 +120,13 @@ enum TokenetCLI {
         }
         guard let command = subcommands.first(where: { $0.name == name }) else {
             throw CLIError(.usage, unknownCommand(name))
+        }
+        if arguments.count > 1 {
+            let rest = arguments.dropFirst().map(maskPAN).joined(separator: " ")
+            throw CLIError(
+                .usage,
+                "help takes one command, and '\(rest)' followed it; for more about it, run 'tokenet \(name) \(rest) --help'"
+            )
         }
         printOut(command.help)
         return 0

@@ -47,6 +47,23 @@ import Testing
         #expect(help.stdout == result.stderr)
     }
 
+    /// `tokenet --help wallet` is `tokenet help wallet`; help given more than one command says what to run instead,
+    /// where the extra words were dropped without a word.
+    @Test func helpTakesOneCommand() async throws {
+        let wallet = try await LaunchedProcess.run("tokenet", ["help", "wallet"])
+        for flag in ["--help", "-h"] {
+            let result = try await LaunchedProcess.run("tokenet", [flag, "wallet"])
+            #expect(result.status == 0 && result.stdout == wallet.stdout, "\(flag): \(result.stderr)")
+        }
+        let extra = try await LaunchedProcess.run("tokenet", ["help", "wallet", "add-card"])
+        #expect(extra.status == 2 && extra.stdout.isEmpty)
+        #expect(
+            extra.stderr.contains(
+                "help takes one command, and 'add-card' followed it; for more about it, run "
+                    + "'tokenet wallet add-card --help'"), "\(extra.stderr)")
+        #expect(try await LaunchedProcess.run("tokenet", ["--help", "nosuch"]).status == 2)
+    }
+
     @Test func demoRejectsBadTimeout() async throws {
         let result = try await LaunchedProcess.run("tokenet", ["demo", "--timeout", "soon"])
         #expect(result.status == 2)
