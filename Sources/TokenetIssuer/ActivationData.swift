@@ -52,6 +52,7 @@ public enum ActivationDataRejection: Error, Sendable, Equatable, CustomStringCon
     case badJSON
     case notAnObject
     case unknownShape
+    case twoShapes
     case missingField(String)
     case malformedField(String, String)
     case foreignTokenRequestor(String, AppToAppCaller)
@@ -85,6 +86,9 @@ public enum ActivationDataRejection: Error, Sendable, Equatable, CustomStringCon
         case .unknownShape:
             return "activation_data names no token: it needs tokenReferenceID (Visa) or tokenUniqueReference "
                 + "(Mastercard)"
+        case .twoShapes:
+            return "activation_data names a token twice, by tokenReferenceID (Visa) and by tokenUniqueReference "
+                + "(Mastercard): send the one of the card's scheme"
         case .missingField(let field):
             return "activation_data is missing \(field)"
         case .malformedField(let field, let why):
@@ -123,6 +127,8 @@ extension AppToAppRequest {
         _ object: [String: Any], caller: AppToAppCaller
     ) -> Result<ActivationReference, ActivationDataRejection> {
         do throws(ActivationDataRejection) {
+            // Both: which token was meant cannot be told, and the app would have opened whichever it read first.
+            if object["tokenReferenceID"] != nil && object["tokenUniqueReference"] != nil { throw .twoShapes }
             if object["tokenReferenceID"] != nil {
                 let id = try identifier(object, "tokenReferenceID")
                 let last4 = try lastFour(object, "panLast4")

@@ -90,6 +90,12 @@ import Testing
             name: "no token reference", data: b64(#"{"panLast4":"0054"}"#), rejection: .unknownShape,
             reason: "tokenReferenceID (Visa) or tokenUniqueReference (Mastercard)"),
         Refused(
+            name: "both a Visa and a Mastercard reference",
+            data: b64(
+                #"{"tokenReferenceID":"DNITHE1","panLast4":"0054","tokenRequestorID":"40010075001","#
+                    + #""tokenUniqueReference":"DAPLMC1","accountPanSuffix":"0054"}"#),
+            rejection: .twoShapes, reason: "names a token twice"),
+        Refused(
             name: "Visa without panLast4",
             data: b64(#"{"tokenReferenceID":"DNITHE1","tokenRequestorID":"40010075001"}"#),
             rejection: .missingField("panLast4"), reason: "missing panLast4"),

@@ -207,11 +207,11 @@ extension IssuerV1 {
         /// for Samsung Pay) or Mastercard {"tokenUniqueReference", "accountPanSuffix"}; and Apple Pay, whose caller is
         /// the pass type identifier `paymentpass.com.apple`, with the pass's `serial_number`, which the app resolves to
         /// the pass's deviceAccountIdentifier (the digital card id) and primaryAccountNumberSuffix through the wallet's
-        /// CurrentTokens. Bad base64, bad JSON and each missing or malformed field are INVALID_ARGUMENT naming it. The
-        /// app then finds the card among the cardholder's cards by its last four digits (NOT_FOUND when the token or
-        /// the card is unknown). A wallet node other than the one the TSP said the token is digitized through
-        /// (AuthorizeDigitizationRequest.wallet_node_id) is PERMISSION_DENIED. Nothing is activated in this step; the
-        /// answer is a session for step 2, valid 10 minutes.
+        /// CurrentTokens. Bad base64, bad JSON, each missing or malformed field, and data naming both a Visa and a
+        /// Mastercard reference are INVALID_ARGUMENT naming what is wrong. The app then finds the card among the
+        /// cardholder's cards by its last four digits (NOT_FOUND when the token or the card is unknown). A wallet node
+        /// other than the one the TSP said the token is digitized through (AuthorizeDigitizationRequest.wallet_node_id) is
+        /// PERMISSION_DENIED. Nothing is activated in this step; the answer is a session for step 2, valid 10 minutes.
         public static let openApp = MethodDescriptor<IssuerV1.OpenAppRequest, IssuerV1.OpenAppResponse>(
             service: serviceName, name: "OpenApp", kind: .unary, allowedRoles: ["wallet"]
         )
