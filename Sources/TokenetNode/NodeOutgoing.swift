@@ -115,8 +115,9 @@ public final class NodeOutgoing: Sendable {
     /// The reason a peer said only as "not reachable yet" still stands for, once the start is over: the channel
     /// reports a failure again only when its kind changes, so a peer that never came up would never be warned of.
     /// Nil when the peer was reached meanwhile, or already warned of; the peer then counts as warned of.
-    /// The reason is the latest failed attempt's of a channel to `peer`, when one has failed since: the first one's
-    /// may no longer hold (refused while the peer started to listen, then no handshake from a peer that hangs).
+    /// The reason is the latest failed attempt's among the channels to `peer` (a node has more than one: its calls
+    /// and its notification subscription), when one has failed since: the first one's may no longer hold (refused
+    /// while the peer started to listen, then no handshake from a peer that hangs).
     public func stillUnreachableAfterStart(_ peer: String) -> String? {
         let (stillUnreachable, channels) = state.withLock { state -> (String?, [RPCChannel]) in
             guard var logged = state.unreachable[peer], logged.early else { return (nil, []) }
@@ -125,7 +126,8 @@ public final class NodeOutgoing: Sendable {
             return (logged.reason, state.channels)
         }
         guard let stillUnreachable else { return nil }
-        return channels.lazy.filter { $0.peerName == peer }.compactMap(\.lastFailure).first ?? stillUnreachable
+        let latest = channels.filter { $0.peerName == peer }.compactMap(\.lastFailure).max { $0.at < $1.at }
+        return latest?.reason ?? stillUnreachable
     }
 
     /// When the start is over (`startupGrace` after the node's creation).

@@ -102,6 +102,9 @@ public final class RPCChannel: RPCCaller {
         var lastingError: (any Error)?
         /// The kind of the failure last reported unreachable (`failureKind`), while attempts fail.
         var reportedKind: String?
+        /// The latest failed attempt that said something about the peer (a kind of its own: not one cut short by
+        /// its call's deadline or cancel), with when it failed (`lastFailure`); nil after a success.
+        var lastPeerFailure: Failure?
         /// Calls waiting for the attempt in progress, by a number of their own so that one can leave early.
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var nextWaiter: UInt64 = 0
@@ -199,10 +202,17 @@ public final class RPCChannel: RPCCaller {
     /// Who the channel calls, as its owner named it (`peer`), for the owner's log.
     public var peerName: String? { peer }
 
-    /// Why the latest connection attempt failed, while attempts fail; nil once a connection is made. `LinkChange`
-    /// reports a reason only when its kind changes, so this is the reason to quote when saying later that the peer
-    /// is still not reached (a peer first refused, then found to listen without answering, is a different matter).
-    public var lastFailure: String? { state.withLock { $0.lastError.map { "\($0)" } } }
+    /// A failed connection attempt: why, and when.
+    public struct Failure: Sendable, Equatable {
+        public var reason: String
+        public var at: ContinuousClock.Instant
+    }
+
+    /// The latest connection attempt that failed for a reason of the peer's, while attempts fail; nil once a
+    /// connection is made. `LinkChange` reports a reason only when its kind changes, so this is the reason to quote
+    /// when saying later that the peer is still not reached (a peer first refused, then found to listen without
+    /// answering, is a different matter). An attempt cut short by its call's deadline says nothing of the peer.
+    public var lastFailure: Failure? { state.withLock { $0.lastPeerFailure } }
 
     // MARK: - Calls
 
@@ -575,11 +585,13 @@ public final class RPCChannel: RPCCaller {
                 state.lastError = nil
                 state.lastingError = nil
                 state.reportedKind = nil
+                state.lastPeerFailure = nil
             case .failure(let error):
                 if countsAsFailure {
                     // Said again when attempts start failing for another reason (the peer, down, came back with a
                     // certificate this side refuses): the first reason stood in the log while the next ones differed.
                     let kind = Self.failureKind(error)
+                    if kind != nil { state.lastPeerFailure = Failure(reason: "\(error)", at: .now) }
                     if state.failures == 0 || (kind != nil && kind != state.reportedKind) {
                         state.reportedKind = kind
                         change = .unreachable(reason: "\(error)", kind: kind)

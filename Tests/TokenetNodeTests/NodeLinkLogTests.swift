@@ -137,26 +137,35 @@ import TokenetWire
         #expect(outgoing.stillUnreachableAfterStart("bank-c") == nil)
     }
 
-    /// The warning once the start is over quotes the latest failed attempt of a channel to the peer, not the first:
-    /// a peer refused while it was starting, then found listening but not answering, is another matter to fix.
+    /// The warning once the start is over quotes the latest failed attempt among the channels to the peer (a node
+    /// has two: its calls and its subscription), not the first one's: a peer refused while it was starting, then
+    /// found listening but not answering, is another matter to fix. An attempt cut short by its call's deadline says
+    /// nothing of the peer, and is not quoted.
     @Test(.timeLimit(.minutes(3))) func theWarningAfterTheStartQuotesTheLatestFailure() async throws {
-        struct Failure: Error, CustomStringConvertible { let description: String }
         let outgoing = NodeOutgoing(startupGrace: .seconds(10))
-        let attempts = Atomic<Int>(0)
-        let channel = RPCChannel(
-            backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .milliseconds(5)),
-            peer: "the tsp-node"
-        ) {
-            let attempt = attempts.add(1, ordering: .relaxed).newValue
-            throw Failure(description: attempt == 1 ? "refused" : "no handshake in time")
+        let backoff = RPCChannel.Backoff(initial: .milliseconds(1), maximum: .milliseconds(5))
+        let calls = RPCChannel(backoff: backoff, peer: "the tsp-node") {
+            throw TransportError(.io, "connect failed: Connection refused", isConnectFailure: true)
         }
-        outgoing.track(channel)
+        let subscription = RPCChannel(backoff: backoff, peer: "the tsp-node") {
+            try await Task.sleep(for: .milliseconds(50))
+            throw TransportError(.handshakeFailed, "TLS handshake failed", details: ["unexpected eof"])
+        }
+        let hanging = RPCChannel(backoff: backoff, peer: "the tsp-node") {
+            try await Task.sleep(for: .seconds(3600))
+            throw CancellationError()
+        }
+        for channel in [calls, subscription, hanging] { outgoing.track(channel) }
         let first = RPCChannel.LinkChange.unreachable(reason: "refused", kind: RPCChannel.unreachableKind)
         #expect(outgoing.news(first, peer: "the tsp-node") == .notYetReachable)
-        _ = try? await channel.unary(TestingV1.Echo.unary, TestingV1.Scalars())
-        #expect(attempts.load(ordering: .relaxed) > 1)
-        #expect(outgoing.stillUnreachableAfterStart("the tsp-node") == "no handshake in time")
-        await channel.close()
+        _ = try? await calls.unary(TestingV1.Echo.unary, TestingV1.Scalars())
+        _ = try? await subscription.unary(TestingV1.Echo.unary, TestingV1.Scalars())
+        _ = try? await hanging.unary(
+            TestingV1.Echo.unary, TestingV1.Scalars(), options: CallOptions(timeout: .milliseconds(20)))
+        #expect(calls.lastFailure?.reason == "connect failed: Connection refused")
+        #expect(hanging.lastFailure == nil, "a deadline says nothing of the peer")
+        #expect(outgoing.stillUnreachableAfterStart("the tsp-node") == "TLS handshake failed [unexpected eof]")
+        for channel in [calls, subscription, hanging] { await channel.close() }
     }
 }
 
