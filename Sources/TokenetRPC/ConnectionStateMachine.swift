@@ -501,7 +501,8 @@ struct ConnectionStateMachine {
         guard data.count <= peerSettings.largestMessage else {
             return streamError(id, .resourceExhausted, oversizedMessage(data.count))
         }
-        if !streams[slot: index].messagesQueued, data.count <= streams[slot: index].sendWindow {
+        // Before the server's hello even an empty message waits (`openWindowsAtHello`), in its place in the order.
+        if !streams[slot: index].messagesQueued, peerHelloReceived, data.count <= streams[slot: index].sendWindow {
             streams[slot: index].sendWindow -= data.count
             return Actions(.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: data)))))
         }
@@ -516,7 +517,7 @@ struct ConnectionStateMachine {
     /// a larger message takes it too (to wait for window, or to fail the call when it exceeds the peer's frames).
     func directSendAllowance(_ id: UInt32) -> Int? {
         guard let index = streams.index(forKey: id), streams[slot: index].acceptsMessages,
-            !streams[slot: index].messagesQueued
+            !streams[slot: index].messagesQueued, peerHelloReceived
         else { return nil }
         return max(0, min(streams[slot: index].sendWindow, peerSettings.maxFrameSize - 64))
     }

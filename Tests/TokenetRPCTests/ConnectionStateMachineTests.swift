@@ -460,7 +460,9 @@ import TokenetWire
         _ = client.start()
         let (small, _) = try client.openCall(Self.start)
         let (large, _) = try client.openCall(Self.start)
-        #expect(client.directSendAllowance(small) == 0)
+        let (empty, _) = try client.openCall(Self.start)
+        #expect(client.directSendAllowance(small) == nil, "every message takes the queue")
+        #expect(client.sendMessage(empty, Data()) == [], "even an empty one")
         #expect(client.sendMessage(small, Data(count: 60)) == [], "held until the hello")
         #expect(client.sendMessage(small, Data(count: 40)) == [])
         #expect(client.sendEndOfRequests(small) == [], "behind its messages")
@@ -474,6 +476,7 @@ import TokenetWire
                 .write(Self.frame(small, .halfClose(WireV1.HalfClose()))),
                 .write(Self.frame(large, .cancel(WireV1.Cancel(reason: message)))),
                 .failCall(streamID: large, code: .resourceExhausted, message: message),
+                .write(Self.message(empty, 0)),
             ])
         // Opened after the hello: the announced window at once.
         let (later, _) = try client.openCall(Self.start)
