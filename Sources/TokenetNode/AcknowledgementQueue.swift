@@ -24,6 +24,9 @@ final class AcknowledgementQueue: Sendable {
         var finished = false
         /// Batches taken and not yet reported done.
         var inFlight = 0
+        /// Workers pausing before they try a failed acknowledgement again (`pause(_:)`), by a number of their own.
+        var pausing: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextPause = 0
     }
 
     private let batch: Int
@@ -62,12 +65,45 @@ final class AcknowledgementQueue: Sendable {
 
     /// No more ids will come: workers drain what is left and stop.
     func finish() {
-        let waiters = state.withLock { state in
+        let (waiters, pausing) = state.withLock { state in
             state.finished = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { (state.waiters, state.pausing) = ([], [:]) }
+            return (state.waiters, state.pausing)
         }
         for waiter in waiters { waiter.resume(returning: nil) }
+        for pause in pausing.values { pause.resume() }
+    }
+
+    /// Runs `wait` (the backoff before a failed acknowledgement is tried again) until it returns or the queue is
+    /// finished, whichever comes first: the stream is over, the ids go to the next one (`retry` says so), and a
+    /// worker waiting out a backoff of up to 10 s held the end of the stream, and so the next Subscribe, that long.
+    func pause(_ wait: @escaping @Sendable () async throws -> Void) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await wait() }
+            group.addTask { await self.waitUntilFinished() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Returns once the queue is finished, or the task cancelled.
+    private func waitUntilFinished() async {
+        let id = state.withLock { state in
+            state.nextPause += 1
+            return state.nextPause
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state in
+                    guard !state.finished, !Task.isCancelled else { return true }
+                    state.pausing[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.pausing.removeValue(forKey: id) }?.resume()
+        }
     }
 
     /// The next batch; nil once finished and drained. Call `done()` once the batch's call is over.

@@ -307,7 +307,8 @@ public final class NotificationSubscriber: Sendable {
                         "acknowledging notifications failed again",
                         ["count": "\(ids.count)", "attempt": "\(failures)", "error": "\(error)"])
                 }
-                try? await sleep(options.backoff.delay(beforeAttempt: failures))
+                let delay = options.backoff.delay(beforeAttempt: failures)
+                await queue.pause { [sleep] in try await sleep(delay) }
                 if !queue.retry(batch) { unconfirmed.withLock { $0.append(contentsOf: ids) } }
             }
         }

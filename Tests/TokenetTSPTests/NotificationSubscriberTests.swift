@@ -454,6 +454,41 @@ import TokenetWire
         #expect(warnings.count == 1, "\(logs.lines)")
     }
 
+    /// A stream that ends cleanly while an acknowledgement waits out its backoff (up to 10 s) ends at once: the ids
+    /// are acknowledged first thing on the next stream, which the wait held back that long. (A stream that fails
+    /// cancels the wait anyway.)
+    @Test(.timeLimit(.minutes(5))) func aStreamEndsWithoutWaitingOutAnAcknowledgementsBackoff() async throws {
+        let harness = try BrokerHarness.make()
+        var router = RPCRouter()
+        // A TSP that sends one message and ends the stream cleanly, and whose acknowledgements all fail.
+        router.serverStreaming(TspV1.Notifications.subscribe) { _, writer, _ in
+            try await writer.send(TspV1.Notification(messageID: "message-1", sequence: 1))
+        }
+        router.unary(TspV1.Notifications.acknowledge) { _, _ in
+            throw RPCError(.unavailable, "the broker cannot commit now (test)")
+        }
+        let waits = Mutex<[Duration]>([])
+        let handler = CountingHandler()
+        let subscriber = NotificationSubscriber(
+            tsp: TSPHarness.connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1")), handler: handler,
+            processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
+            logger: Logger(node: "wallet-node", sink: MemoryLogSink()),
+            options: Self.doublingFromOneMillisecond,
+            sleep: { delay in
+                let count = waits.withLock { waits in
+                    waits.append(delay)
+                    return waits.count
+                }
+                // The acknowledgement's backoff lasts an hour; the subscriber's own, after the stream, ends the test.
+                if count == 1 { try await Task.sleep(for: .seconds(3600)) } else { throw CancellationError() }
+            })
+        let running = Task { await subscriber.run() }
+        #expect(await Self.eventually { waits.withLock { $0.count } >= 2 }, "the stream's end waited for the backoff")
+        running.cancel()
+        await running.value
+        #expect(handler.received.map(\.messageID) == ["message-1"])
+    }
+
     /// An acknowledgement whose answer was lost is sent again on the same stream, so the journal forgets the ids
     /// instead of keeping them forever.
     @Test func anAcknowledgementWhoseAnswerWasLostIsSentAgain() async throws {
