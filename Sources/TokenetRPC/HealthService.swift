@@ -77,7 +77,14 @@ public final class HealthService: Sendable {
             }
             defer { _ = self.state.withLock { $0.watchers.removeValue(forKey: id) } }
             for await status in updates {
-                try await writer.send(HealthV1.HealthCheckResponse(status: status))
+                let response = HealthV1.HealthCheckResponse(status: status)
+                // At shutdown NOT_SERVING goes only if the client has room for it: behind a client that grants no
+                // window it waited, and held the node's drain, for the whole drain timeout.
+                if self.state.withLock({ $0.draining }) {
+                    _ = try writer.sendIfRoom(response)
+                    continue
+                }
+                try await writer.send(response)
             }
             if self.state.withLock({ $0.draining }) {
                 throw RPCError(.unavailable, RPCConnection.streamEndedByShutdown.message)

@@ -628,6 +628,15 @@ final class RPCConnection: Sendable {
         }
     }
 
+    /// Server: whether a message of `byteCount` bytes would leave on call `id` now, without waiting for the client's
+    /// window or for the outbound buffer to drain.
+    func hasRoom(_ id: UInt32, forBytes byteCount: Int) -> Bool {
+        core.withLock { core in
+            guard let allowance = core.machine.directSendAllowance(id) else { return false }
+            return byteCount <= allowance && core.outbound.count <= Self.outboundHighWater
+        }
+    }
+
     /// Server: ends a call with its status, written from the caller's task (`flushNow`). Returns the status the
     /// caller was told: `status`, or the one this side sent when it ended the call before the handler returned (a
     /// stream error, the end of a drain), or `status` for a call the caller ended itself.

@@ -124,6 +124,15 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
         context.logMessage(.sent, response)
         try await call.send(try response.serializedData())
     }
+
+    /// Sends `response` only if it leaves at once, without waiting for the client's window or for room; false when it
+    /// was not sent. For a last word that must not hold the call open (a health watch's NOT_SERVING at shutdown).
+    func sendIfRoom(_ response: Response) throws -> Bool {
+        let data = try response.serializedData()
+        guard call.hasRoom(for: data), call.connection.sendResponse(call.streamID, data) else { return false }
+        context.logMessage(.sent, response)
+        return true
+    }
 }
 
 func decodeRequest<Request: ProtoMessage>(_: Request.Type, _ data: Data) throws -> Request {

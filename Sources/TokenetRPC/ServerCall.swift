@@ -30,6 +30,9 @@ final class ServerCall: Sendable {
         self.requests = requests
     }
 
+    /// Whether `data` would leave now, without waiting for window or room (`RPCConnection.hasRoom`).
+    func hasRoom(for data: Data) -> Bool { connection.hasRoom(streamID, forBytes: data.count) }
+
     func send(_ data: Data) async throws {
         guard connection.sendResponse(streamID, data) else {
             throw RPCError(.cancelled, "the call is over")

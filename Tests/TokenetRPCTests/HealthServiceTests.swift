@@ -87,6 +87,31 @@ import TokenetWire
         #expect(record.code == .cancelled)
     }
 
+    /// At the drain, NOT_SERVING goes only if the client has room for it: a client that grants no window (it has
+    /// not read SERVING) gets the watch's UNAVAILABLE at once, where the status waited behind NOT_SERVING, and held
+    /// the node's drain, until the drain timeout.
+    @Test(.timeLimit(.minutes(3))) func aWatchWhoseClientGrantsNoWindowEndsAtTheDrain() async throws {
+        let health = HealthService(services: [])
+        var router = RPCRouter()
+        health.register(on: &router)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair(
+            client: PeerIdentity(role: .wallet, nodeID: "wallet-1"), server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let server = RPCServer(router: router)
+        Task { await server.serve(serverEnd) }
+        // A window of 3 bytes: SERVING (2 bytes) leaves 1, too little for NOT_SERVING, until SERVING is read.
+        let raw = RPCClient(stream: clientEnd, settings: ConnectionSettings(initialStreamWindow: 3))
+        let stream = try await Health.Client(raw).watch(HealthV1.HealthCheckRequest())
+        func received() -> Bool { raw.connection.core.withLock { $0.machine.streams[1]?.receiveWindow == 1 } }
+        for _ in 0..<6_000 where !received() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(received(), "SERVING came")
+        health.markAllNotServing()
+        // Still unread, SERVING came first; then the status, with nothing between them.
+        var updates = stream.makeAsyncIterator()
+        #expect(try await updates.next()?.status == .serving)
+        let error = await #expect(throws: RPCError.self) { _ = try await updates.next() }
+        #expect(error?.code == .unavailable)
+    }
+
     /// A watch opened while the node drains says NOT_SERVING and ends at once, rather than waiting out the drain.
     @Test func aWatchOpenedDuringTheDrainEndsAtOnce() async throws {
         let health = HealthService(services: [])
