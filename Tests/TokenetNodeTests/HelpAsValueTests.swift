@@ -66,9 +66,9 @@ import TokenetTestSupport
     ]
 
     @Test(arguments: commands, ["--help", "-h"])
-    func helpAsAValueIsThatValue(command: String, value: String) throws {
+    func helpAsAValueIsThatValue(command: String, value: String) async throws {
         let arguments = command.split(separator: " ").map { $0 == "VALUE" ? value : String($0) }
-        let result = try runTokenet(arguments)
+        let result = try await runTokenet(arguments)
         let shown = arguments.joined(separator: " ")
         #expect(result.status != 0 && result.stdout.isEmpty, "\(shown): \(result.stdout)")
         #expect(!result.stderr.isEmpty && !result.stderr.contains("needs a value"), "\(shown): \(result.stderr)")
@@ -82,8 +82,8 @@ import TokenetTestSupport
         (["wallet", "add-card", "127.0.0.1:1", "--pan", "--cvc", "123", "--exp", "12/29"], "--pan", "--cvc"),
         (["wallet", "add-card", "127.0.0.1:1", "--push-session", "--language", "es"], "--push-session", "--language"),
     ])
-    func aValuedOptionFollowedByAnotherIsNamed(arguments: [String], option: String, next: String) throws {
-        let result = try runTokenet(arguments)
+    func aValuedOptionFollowedByAnotherIsNamed(arguments: [String], option: String, next: String) async throws {
+        let result = try await runTokenet(arguments)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(
             result.stderr.contains("\(option) needs a value, but the option \(next) follows it"), "\(result.stderr)")
@@ -97,8 +97,8 @@ import TokenetTestSupport
         ["proxy", "--delay", "5ms", "--help"], ["scenario", "--junit", "r.xml", "--help"], ["up", "--dir", "d", "-h"],
         ["demo", "--timeout", "5", "--help"],
     ])
-    func helpWhereAnOptionStandsIsHelp(command: [String]) throws {
-        let result = try runTokenet(command)
+    func helpWhereAnOptionStandsIsHelp(command: [String]) async throws {
+        let result = try await runTokenet(command)
         #expect(result.status == 0 && result.stdout.hasPrefix("Usage: tokenet \(command[0])"), "\(result.stdout)")
     }
 }

@@ -602,9 +602,11 @@ import TokenetWire
 
 /// `runTokenet` for async tests: the same, waiting off the cooperative pool (`offThePool`).
 func runTokenet(
-    _ arguments: [String], stdin: String = "", environment: [String: String]? = nil
+    _ arguments: [String], stdin: String = "", standardInput: FileHandle? = nil, environment: [String: String]? = nil
 ) async throws -> ProcessResult {
-    try await offThePool { try runTokenet(arguments, stdin: stdin, environment: environment) as ProcessResult }
+    try await offThePool {
+        try runTokenet(arguments, stdin: stdin, standardInput: standardInput, environment: environment) as ProcessResult
+    }
 }
 
 /// Runs the built `tokenet` with `stdin` (or the open file `standardInput`) as its standard input and, when given,

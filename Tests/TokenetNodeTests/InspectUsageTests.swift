@@ -12,24 +12,24 @@ import TokenetTransport
     /// `--help` or `-h` as the value of an option (the request of `-d`, the metadata of `-H`) is that value, not a
     /// call for help: the command goes on (here to connecting, or refusing the header). Where a flag may stand,
     /// also after an option with its value, it still shows the help.
-    @Test func helpAsAnOptionsValueIsThatValue() throws {
+    @Test func helpAsAnOptionsValueIsThatValue() async throws {
         let method = "tokenet.health.v1.Health/Check"
-        let data = try runTokenet(["call", address, method, "-d", "--help", "--plaintext"])
+        let data = try await runTokenet(["call", address, method, "-d", "--help", "--plaintext"])
         #expect(data.status == 1 && data.stdout.isEmpty, "\(data.stdout)\(data.stderr)")
         #expect(data.stderr.contains("cannot connect to \(address)"), "\(data.stderr)")
-        let header = try runTokenet(["call", address, method, "-H", "-h", "--plaintext"])
+        let header = try await runTokenet(["call", address, method, "-H", "-h", "--plaintext"])
         #expect(header.status == 2 && header.stdout.isEmpty, "\(header.stdout)\(header.stderr)")
-        let listing = try runTokenet(["wallet", "cards", address, "--cacert", "--help", "--plaintext"])
+        let listing = try await runTokenet(["wallet", "cards", address, "--cacert", "--help", "--plaintext"])
         #expect(listing.status != 0 && listing.stdout.isEmpty, "\(listing.stdout)\(listing.stderr)")
-        let help = try runTokenet(["call", address, method, "--deadline", "5s", "--help"])
+        let help = try await runTokenet(["call", address, method, "--deadline", "5s", "--help"])
         #expect(help.status == 0 && help.stdout.hasPrefix("Usage: tokenet call"), "\(help.stdout)\(help.stderr)")
     }
 
     /// A directory as standard input makes read(2) fail; the command reports why instead of trapping.
-    @Test func unreadableStandardInputIsAUsageError() throws {
+    @Test func unreadableStandardInputIsAUsageError() async throws {
         let directory = open("/", O_RDONLY | O_DIRECTORY)
         try #require(directory >= 0)
-        let result = try runTokenet(
+        let result = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "-d", "@", "--plaintext"],
             standardInput: FileHandle(fileDescriptor: directory, closeOnDealloc: true))
         #expect(result.reason == .exit)
@@ -39,8 +39,8 @@ import TokenetTransport
 
     /// Standard input past the 16 MiB `-d @` reads is refused as soon as the limit is passed, before connecting: the
     /// command used to read all of it (and hold several copies) whatever its size, then fail to connect here.
-    @Test func standardInputOverTheLimitIsRefusedBeforeConnecting() throws {
-        let result = try callWithServiceNameOnStandardInput(length: 16 * 1024 * 1024)
+    @Test func standardInputOverTheLimitIsRefusedBeforeConnecting() async throws {
+        let result = try await callWithServiceNameOnStandardInput(length: 16 * 1024 * 1024)
         #expect(result.reason == .exit)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(
@@ -50,21 +50,21 @@ import TokenetTransport
     }
 
     /// Input just under the limit is read whole and gets as far as connecting (nothing listens on `address`).
-    @Test func standardInputUnderTheLimitIsRead() throws {
-        let result = try callWithServiceNameOnStandardInput(length: 1024 * 1024)
+    @Test func standardInputUnderTheLimitIsRead() async throws {
+        let result = try await callWithServiceNameOnStandardInput(length: 1024 * 1024)
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
     }
 
     /// `tokenet call … -d @` with `{"service": "aaa…"}` on standard input, the name `length` bytes long.
-    private func callWithServiceNameOnStandardInput(length: Int) throws -> ProcessResult {
+    private func callWithServiceNameOnStandardInput(length: Int) async throws -> ProcessResult {
         let directory = try TemporaryDirectory()
         let path = directory.path("request.json")
         var json = Data(#"{"service": ""#.utf8)
         json.append(Data(repeating: UInt8(ascii: "a"), count: length))
         json.append(Data(#""}"#.utf8))
         try json.write(to: URL(fileURLWithPath: path))
-        return try runTokenet(
+        return try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "-d", "@", "--plaintext"],
             standardInput: try FileHandle(forReadingFrom: URL(fileURLWithPath: path)))
     }
@@ -72,28 +72,27 @@ import TokenetTransport
     /// Runs `tokenet` expecting the usage error `message`.
     private func expectUsageError(
         _ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation
-    )
-        throws
-    {
-        let result = try runTokenet(arguments)
+    ) async throws {
+        let result = try await runTokenet(arguments)
         #expect(result.status == 2, "\(arguments): \(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)", sourceLocation: sourceLocation)
     }
 
-    @Test func aMissingOperandIsNamed() throws {
-        try expectUsageError(["call", address, "--plaintext"], "call: missing METHOD after the address")
-        try expectUsageError(["describe", address, "--plaintext"], "describe: missing SYMBOL after the address")
+    @Test func aMissingOperandIsNamed() async throws {
+        try await expectUsageError(["call", address, "--plaintext"], "call: missing METHOD after the address")
+        try await expectUsageError(["describe", address, "--plaintext"], "describe: missing SYMBOL after the address")
     }
 
-    @Test func onlyTheExtraOperandsAreNamed() throws {
-        try expectUsageError(["describe", address, "a", "b", "--plaintext"], "describe: unexpected arguments: b\n")
+    @Test func onlyTheExtraOperandsAreNamed() async throws {
+        try await expectUsageError(
+            ["describe", address, "a", "b", "--plaintext"], "describe: unexpected arguments: b\n")
     }
 
     /// Metadata past what a call_start holds were sent and refused by the node (RESOURCE_EXHAUSTED, status 72, in
     /// the wire's words); they are the command line's mistake, named with -H before anything is sent.
-    @Test func metadataTooLargeForACallAreRefused() throws {
+    @Test func metadataTooLargeForACallAreRefused() async throws {
         let value = String(repeating: "a", count: 100_000)
-        try expectUsageError(
+        try await expectUsageError(
             ["call", address, "tokenet.health.v1.Health/Check", "-H", "x-big: \(value)", "--plaintext"],
             "call: -H: the metadata add up to 100015 bytes; a call takes at most 61440 (its method, metadata and "
                 + "deadline share 65536 bytes)")
@@ -101,109 +100,110 @@ import TokenetTransport
 
     /// Counted as they are encoded: 5,000 short entries hold 40 KB of keys and values but encode to 69 KB, and
     /// went to the node, which refused the call_start (RESOURCE_EXHAUSTED, status 72).
-    @Test func manyShortEntriesAreCountedAsEncoded() throws {
+    @Test func manyShortEntriesAreCountedAsEncoded() async throws {
         let headers = (0..<5000).flatMap { ["-H", "x-k\($0): v"] }
-        try expectUsageError(
+        try await expectUsageError(
             ["call", address, "tokenet.health.v1.Health/Check", "--plaintext"] + headers,
             "call: -H: the metadata add up to 68890 bytes; a call takes at most 61440")
     }
 
-    @Test func anEmptyOperandIsRefused() throws {
-        try expectUsageError(["list", address, "", "--plaintext"], "list: SERVICE is empty")
+    @Test func anEmptyOperandIsRefused() async throws {
+        try await expectUsageError(["list", address, "", "--plaintext"], "list: SERVICE is empty")
     }
 
     /// An address the transport cannot use is a usage error (status 2), not a failed connection (status 1).
-    @Test func anAddressOtherThanAnIPAddressOrAHostNameIsRefused() throws {
+    @Test func anAddressOtherThanAnIPAddressOrAHostNameIsRefused() async throws {
         for address in ["[::g]:7001", "tsp!node:7001", "999.0.0.1:7001"] {
-            try expectUsageError(
+            try await expectUsageError(
                 ["list", address, "--plaintext"],
                 "list: '\(address)' is not an IP address or host name with a port, such as 127.0.0.1:7001, "
                     + "[::1]:7001 or tsp.internal:7001")
         }
-        try expectUsageError(
+        try await expectUsageError(
             ["list", "::1:7001", "--plaintext"],
             "list: '::1:7001' is not an address of the form HOST:PORT (an IPv6 address goes in brackets: [::1]:7001)")
     }
 
     /// `--plaintext` is a switch; a value given to it is refused rather than ignored, which turned plaintext on for
     /// `--plaintext=false` (and against a TLS node failed as if the node had hung up).
-    @Test func plaintextTakesNoValue() throws {
+    @Test func plaintextTakesNoValue() async throws {
         for value in ["false", "true", ""] {
-            try expectUsageError(
+            try await expectUsageError(
                 ["call", address, "tokenet.health.v1.Health/Check", "--plaintext=\(value)"],
                 "call: --plaintext takes no value")
         }
-        try expectUsageError(
+        try await expectUsageError(
             ["wallet", "cards", address, "--plaintext=false"], "wallet cards: --plaintext takes no value")
     }
 
     /// A short switch given a value is refused as taking none: `-v=1` was "unknown option '-v=1'".
-    @Test func aShortSwitchTakesNoValue() throws {
-        try expectUsageError(["call", address, "tokenet.health.v1.Health/Check", "-v=1"], "call: -v takes no value")
+    @Test func aShortSwitchTakesNoValue() async throws {
+        try await expectUsageError(
+            ["call", address, "tokenet.health.v1.Health/Check", "-v=1"], "call: -v takes no value")
     }
 
     /// A method of a service typed in lower case, in the dot form, reads as a service: the refusal gives the slash
     /// form, which reaches the node and its suggestion.
-    @Test func aMethodOfALowerCaseServiceIsToldTheSlashForm() throws {
-        try expectUsageError(
+    @Test func aMethodOfALowerCaseServiceIsToldTheSlashForm() async throws {
+        try await expectUsageError(
             ["call", address, "tokenet.health.v1.health.Check", "--plaintext"],
             "names no method (a service?); the method must be package.Service/Method, such as "
                 + "tokenet.health.v1.Health/Check; if Check is the method, write tokenet.health.v1.health/Check")
-        try expectUsageError(
+        try await expectUsageError(
             ["call", address, "tokenet.health.v1.Health", "--plaintext"],
             "names no method (a service?); the method must be package.Service/Method, such as "
                 + "tokenet.health.v1.Health/Check; if Health is the method, write tokenet.health.v1/Health")
     }
 
     /// `--help=1` was "unknown option '--help'", as if the command had no help.
-    @Test func helpTakesNoValue() throws {
-        try expectUsageError(["wallet", "cards", address, "--help=1"], "wallet cards: --help takes no value")
-        try expectUsageError(["list", address, "--help="], "list: --help takes no value")
+    @Test func helpTakesNoValue() async throws {
+        try await expectUsageError(["wallet", "cards", address, "--help=1"], "wallet cards: --help takes no value")
+        try await expectUsageError(["list", address, "--help="], "list: --help takes no value")
     }
 
     /// A certificate option given with `--plaintext` is refused, as grpcurl refuses it: the file was ignored without a
     /// word, so a command meant for a TLS node ran without TLS, and one naming the wrong file seemed to work.
-    @Test func aCertificateOptionWithPlaintextIsRefused() throws {
+    @Test func aCertificateOptionWithPlaintextIsRefused() async throws {
         for flag in ["--cacert", "--cert", "--key"] {
-            try expectUsageError(
+            try await expectUsageError(
                 ["call", address, "tokenet.health.v1.Health/Check", flag, "pki/x.pem", "--plaintext"],
                 "call: --plaintext connects without TLS, so \(flag) pki/x.pem would not be used; drop --plaintext to "
                     + "connect over mutual TLS, or drop \(flag)")
         }
-        try expectUsageError(
+        try await expectUsageError(
             ["wallet", "cards", address, "--plaintext", "--cacert=ca.pem", "--key", "k.pem"],
             "wallet cards: --plaintext connects without TLS, so --cacert ca.pem, --key k.pem would not be used")
     }
 
     /// The environment's certificate files are another matter: exported for the whole shell, they stay unused by a
     /// command that asks for `--plaintext`.
-    @Test func certificateFilesFromTheEnvironmentGoUnusedWithPlaintext() throws {
-        let result = try runTokenet(
+    @Test func certificateFilesFromTheEnvironmentGoUnusedWithPlaintext() async throws {
+        let result = try await runTokenet(
             ["list", address, "--plaintext"],
             environment: ["TOKENET_CACERT": "ca.pem", "TOKENET_CERT": "operator.pem", "TOKENET_KEY": "operator.key"])
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stderr.contains("cannot connect to \(address): nothing accepts connections there"))
     }
 
-    @Test func portZeroIsRefused() throws {
-        try expectUsageError(["list", "127.0.0.1:0", "--plaintext"], "has port 0")
+    @Test func portZeroIsRefused() async throws {
+        try await expectUsageError(["list", "127.0.0.1:0", "--plaintext"], "has port 0")
     }
 
     /// A port past 65535 is named as the mistake, rather than the address said not to be HOST:PORT at all.
-    @Test func aPortPastTheLastIsNamed() throws {
-        try expectUsageError(
+    @Test func aPortPastTheLastIsNamed() async throws {
+        try await expectUsageError(
             ["list", "127.0.0.1:99999", "--plaintext"],
             "list: '127.0.0.1:99999' has port 99999, past the last port (65535); give the port the node listens on")
     }
 
-    @Test func aServiceNameIsNotAMethod() throws {
-        try expectUsageError(
+    @Test func aServiceNameIsNotAMethod() async throws {
+        try await expectUsageError(
             ["call", address, "tokenet.health.v1.Health", "--plaintext"], "the method must be package.Service/Method")
     }
 
     /// `-d @FILE` (curl's way to send a file) says how to send the file, rather than failing on the `@` as JSON.
-    @Test func aFileNamedAfterTheAtSignIsPointedToStandardInput() throws {
-        try expectUsageError(
+    @Test func aFileNamedAfterTheAtSignIsPointedToStandardInput() async throws {
+        try await expectUsageError(
             ["call", address, "tokenet.health.v1.Health/Check", "-d", "@request.json", "--plaintext"],
             "call: -d takes request JSON, or @ alone for standard input, not a file name; to send request.json, "
                 + "write -d @ < request.json")
@@ -211,29 +211,31 @@ import TokenetTransport
 
     /// curl's `@-` (standard input), or `@` and a blank, is pointed at `-d @` alone: the advice for a file named
     /// `-` or ` ` (`write -d @ < -`) would have read a file of that name.
-    @Test func standardInputSpelledAsCurlDoesIsPointedAtTheAtSign() throws {
+    @Test func standardInputSpelledAsCurlDoesIsPointedAtTheAtSign() async throws {
         for data in ["@-", "@ "] {
-            try expectUsageError(
+            try await expectUsageError(
                 ["call", address, "tokenet.health.v1.Health/Check", "-d", data, "--plaintext"],
                 "call: -d takes request JSON, or @ alone for standard input; write -d @ (not '\(data)')")
         }
     }
 
     /// Characters after the request object are pointed at, not counted as a second request.
-    @Test func trailingCharactersAfterTheRequestArePointedAt() throws {
+    @Test func trailingCharactersAfterTheRequestArePointedAt() async throws {
         for (data, message) in [
             ("{}x", "trailing characters at byte 2: 'x'"), ("{} ]", "trailing characters at byte 3: ']'"),
             ("{}{", "trailing characters at byte 2: an object that is never closed"),
         ] {
-            try expectUsageError(
+            try await expectUsageError(
                 ["call", address, "tokenet.health.v1.Health/Check", "-d", data, "--plaintext"], message)
         }
     }
 
     /// A request that is not JSON itself, followed by more text, is reported for its own error, at its own place.
-    @Test func anInvalidRequestBeforeTrailingCharactersIsReportedFirst() throws {
+    @Test func anInvalidRequestBeforeTrailingCharactersIsReportedFirst() async throws {
         for data in ["{bad} x", "abc def"] {
-            let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "-d", data, "--plaintext"])
+            let result = try await runTokenet([
+                "call", address, "tokenet.health.v1.Health/Check", "-d", data, "--plaintext",
+            ])
             #expect(result.status == 2, "\(data): \(result.stderr)")
             #expect(
                 result.stderr.hasPrefix("tokenet: call: the request JSON is not valid: "), "\(data): \(result.stderr)")
@@ -243,22 +245,23 @@ import TokenetTransport
 
     /// A text value with a control character in it (a line break from `$'a\nb'`) and a header with nothing before
     /// its first colon (an HTTP/2 pseudo-header) are refused naming what is wrong, before anything is sent.
-    @Test func headersWithAControlCharacterOrNoKeyAreRefused() throws {
+    @Test func headersWithAControlCharacterOrNoKeyAreRefused() async throws {
         let call = ["call", address, "tokenet.health.v1.Health/Check", "--plaintext"]
-        try expectUsageError(
+        try await expectUsageError(
             call + ["-H", "x-val: a\nb"],
             "call: -H: the value of 'x-val' holds a control character or line separator (U+000A); text values are "
                 + "printable text, and bytes go in a key ending in -bin, as base64")
-        try expectUsageError(call + ["-H", "x-val: a\u{7F}b"], "holds a control character or line separator (U+007F)")
-        try expectUsageError(
+        try await expectUsageError(
+            call + ["-H", "x-val: a\u{7F}b"], "holds a control character or line separator (U+007F)")
+        try await expectUsageError(
             call + ["-H", ":authority: evil"], "call: -H: ':authority: evil' has no key before its first ':'")
     }
 
     /// What follows the request is quoted with a card number in it masked to its last four digits.
-    @Test func trailingCharactersDoNotEchoACardNumber() throws {
+    @Test func trailingCharactersDoNotEchoACardNumber() async throws {
         let arguments = ["call", address, "tokenet.health.v1.Health/Check", "-d", "{} 4761000010000009", "--plaintext"]
-        try expectUsageError(arguments, "trailing characters at byte 3: '************0009'")
-        #expect(!(try runTokenet(arguments).stderr.contains("4761000010000009")))
+        try await expectUsageError(arguments, "trailing characters at byte 3: '************0009'")
+        #expect(!(try await runTokenet(arguments).stderr.contains("4761000010000009")))
     }
 
     /// Keys starting with `tokenet-` belong to the runtime, and the one `-H` may set, the trace id, has a form: both
@@ -279,21 +282,22 @@ import TokenetTransport
         ("tokenet-trace-id: 4761000010000009", "got '************0009'"),
         ("tokenet-trace-id-bin: AQID", "'tokenet-trace-id-bin' uses the prefix tokenet-"),
     ])
-    func aReservedOrMalformedRuntimeKeyIsRefused(header: String, message: String) throws {
-        try expectUsageError(["call", address, "tokenet.health.v1.Health/Check", "-H", header, "--plaintext"], message)
+    func aReservedOrMalformedRuntimeKeyIsRefused(header: String, message: String) async throws {
+        try await expectUsageError(
+            ["call", address, "tokenet.health.v1.Health/Check", "-H", header, "--plaintext"], message)
     }
 
     /// A call has one trace id: two different ones are refused (the node took the first and dropped the other
     /// unsaid); the same one twice is that one.
-    @Test func twoTraceIDsAreRefusedAndTheSameOneTwiceIsOne() throws {
-        try expectUsageError(
+    @Test func twoTraceIDsAreRefusedAndTheSameOneTwiceIsOne() async throws {
+        try await expectUsageError(
             [
                 "call", address, "tokenet.health.v1.Health/Check", "-H", "tokenet-trace-id: aaaabbbbcccc1111", "-H",
                 "tokenet-trace-id: aaaabbbbcccc2222", "--plaintext",
             ],
             "call: -H: tokenet-trace-id is given twice ('aaaabbbbcccc1111' and 'aaaabbbbcccc2222'); a call has one "
                 + "trace id")
-        let same = try runTokenet(
+        let same = try await runTokenet(
             [
                 "list", address, "-H", "tokenet-trace-id: 4bf92f3577b34da6", "-H", "tokenet-trace-id: 4bf92f3577b34da6",
                 "--plaintext",
@@ -301,8 +305,8 @@ import TokenetTransport
         #expect(same.status == 1 && same.stderr.contains("cannot connect to \(address)"), "\(same.stderr)")
     }
 
-    @Test func aWellFormedTraceIDIsSent() throws {
-        let result = try runTokenet(
+    @Test func aWellFormedTraceIDIsSent() async throws {
+        let result = try await runTokenet(
             ["list", address, "-H", "tokenet-trace-id: 4bf92f3577b34da6", "--plaintext"])
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
@@ -310,15 +314,15 @@ import TokenetTransport
 
     /// `-d=JSON` and `-H=KEY: VALUE`, as grpcurl's flags take them, give the value after the `=`: they were refused
     /// as unknown options, though `-d` and `-H` are the command's own.
-    @Test func aShortOptionTakesAValueAfterAnEqualsSign() throws {
+    @Test func aShortOptionTakesAValueAfterAnEqualsSign() async throws {
         let method = "tokenet.health.v1.Health/Check"
-        try expectUsageError(
+        try await expectUsageError(
             ["call", address, method, "-d={} x", "--plaintext"],
             "call: the request JSON has trailing characters at byte 3")
-        try expectUsageError(["call", address, method, "-H=x-bin: @@@", "--plaintext"], "'x-bin' ends in -bin")
-        try expectUsageError(
+        try await expectUsageError(["call", address, method, "-H=x-bin: @@@", "--plaintext"], "'x-bin' ends in -bin")
+        try await expectUsageError(
             ["call", address, method, "-d={}", "-d", "{}", "--plaintext"], "call: -d may be given once")
-        let result = try runTokenet(["call", address, method, "-d=--help", "-H=a: =b", "--plaintext"])
+        let result = try await runTokenet(["call", address, method, "-d=--help", "-H=a: =b", "--plaintext"])
         #expect(result.status == 1 && result.stdout.isEmpty, "\(result.stdout)\(result.stderr)")
         #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
     }
@@ -333,8 +337,9 @@ import TokenetTransport
         ("-rpc-header", "call: unknown option '-rpc-header'; did you mean -H?"),
         ("--verbos", "call: unknown option '--verbos'\n"),
     ])
-    func aGrpcurlStyleOptionNamesTheOneMeant(option: String, message: String) throws {
-        try expectUsageError(["call", "127.0.0.1:1", "tokenet.health.v1.Health/Check", option, "--plaintext"], message)
+    func aGrpcurlStyleOptionNamesTheOneMeant(option: String, message: String) async throws {
+        try await expectUsageError(
+            ["call", "127.0.0.1:1", "tokenet.health.v1.Health/Check", option, "--plaintext"], message)
     }
 
     /// Whatever argument a usage error quotes is quoted with a card number in it masked to its last four digits, as
@@ -372,8 +377,8 @@ import TokenetTransport
             "-H: 'tokenet-************0009' uses the prefix"
         ),
     ])
-    func aCardNumberInAnArgumentIsMaskedInTheError(arguments: [String], message: String) throws {
-        let result = try runTokenet(arguments)
+    func aCardNumberInAnArgumentIsMaskedInTheError(arguments: [String], message: String) async throws {
+        let result = try await runTokenet(arguments)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(!result.stderr.contains("0000"), "\(result.stderr)")
@@ -381,42 +386,43 @@ import TokenetTransport
 
     /// A 100 KB method name is a bad option (status 2), as 100 KB of -H is: it was sent, and the client's own
     /// frame limit ended the call with RESOURCE_EXHAUSTED (72).
-    @Test func aMethodNameTooLongToSendIsABadOption() throws {
-        try expectUsageError(
+    @Test func aMethodNameTooLongToSendIsABadOption() async throws {
+        try await expectUsageError(
             ["call", address, "a.B/" + String(repeating: "C", count: 100_000), "--plaintext"],
             "call: the method name is 100004 bytes long; a method name takes at most 2048")
     }
 
-    @Test func deadlinesAreDecimalAndAtMostADay() throws {
-        try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
-        try expectUsageError(["list", address, "--deadline", "23h60m1s", "--plaintext"], "limit of one day")
+    @Test func deadlinesAreDecimalAndAtMostADay() async throws {
+        try await expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
+        try await expectUsageError(["list", address, "--deadline", "23h60m1s", "--plaintext"], "limit of one day")
         for text in ["0x10s", "1e3ms", "infs", "1.2.3s", "1m30", "1m-30s", "s5", "0m0s", "5s 1ms"] {
-            try expectUsageError(["list", address, "--deadline", text, "--plaintext"], "expected a positive duration")
+            try await expectUsageError(
+                ["list", address, "--deadline", text, "--plaintext"], "expected a positive duration")
         }
-        try expectUsageError(
+        try await expectUsageError(
             ["list", address, "--deadline", "1m30", "--plaintext"], "got '1m30' (with a unit: 1m30s for seconds)")
-        try expectUsageError(
+        try await expectUsageError(
             ["list", address, "--deadline", "5S", "--plaintext"], "got '5S' (units are lower case: 5s)")
         // Go adds up `1s1s` to 2 s; a unit twice or out of order is more likely a slip.
-        try expectUsageError(
+        try await expectUsageError(
             ["list", address, "--deadline", "1s1s", "--plaintext"],
             "got '1s1s' (each unit once, the longest first, as in 1m30s)")
         // A bare number: the unit is asked for, not guessed.
-        try expectUsageError(
+        try await expectUsageError(
             ["list", address, "--deadline", "5", "--plaintext"],
             "list: --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got '5' (with a unit: 5s "
                 + "for seconds)")
         // A zero gets no hint to add a unit: `0s` is refused as well.
-        try expectUsageError(
+        try await expectUsageError(
             ["list", address, "--deadline", "0", "--plaintext"],
             "list: --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got '0'\n")
     }
 
     /// A URL pasted for the address is named as one, with the address to give instead.
     /// A usage error quotes what was typed on one line, a line break escaped, and cut short when it is long.
-    @Test func aUsageErrorStaysOnOneShortLine() throws {
-        try expectUsageError(["list", address, "--deadline", "1s\n2s", "--plaintext"], "got '1s\\u{A}2s'\n")
-        let long = try runTokenet(
+    @Test func aUsageErrorStaysOnOneShortLine() async throws {
+        try await expectUsageError(["list", address, "--deadline", "1s\n2s", "--plaintext"], "got '1s\\u{A}2s'\n")
+        let long = try await runTokenet(
             ["list", address, "--deadline", String(repeating: "1ms", count: 3000) + "x", "--plaintext"])
         #expect(long.status == 2)
         let lines = long.stderr.split(separator: "\n")
@@ -428,31 +434,32 @@ import TokenetTransport
     }
 
     /// `-v` belongs to `call`, and takes no value.
-    @Test func verboseIsACallSwitch() throws {
-        try expectUsageError(["call", address, "x.Y/Z", "--verbose=yes", "--plaintext"], "call: -v takes no value")
-        try expectUsageError(["list", address, "-v", "--plaintext"], "list: unknown option '-v'")
+    @Test func verboseIsACallSwitch() async throws {
+        try await expectUsageError(
+            ["call", address, "x.Y/Z", "--verbose=yes", "--plaintext"], "call: -v takes no value")
+        try await expectUsageError(["list", address, "-v", "--plaintext"], "list: unknown option '-v'")
     }
 
     /// An IPv6 address with a zone (`%eth0`, for a link-local address) is refused for its zone, not as no address.
-    @Test func anIPv6ZoneIsNamedAsThePartInTheWay() throws {
-        try expectUsageError(
+    @Test func anIPv6ZoneIsNamedAsThePartInTheWay() async throws {
+        try await expectUsageError(
             ["list", "[fe80::1%eth0]:7001", "--plaintext"],
             "list: '[fe80::1%eth0]:7001' names the IPv6 zone %eth0, and Tokenet takes addresses without one: give a "
                 + "global or loopback IPv6 address, such as [::1]:7001, or an IPv4 one")
-        try expectUsageError(
+        try await expectUsageError(
             ["proxy", "--to", "[::1%lo]:7001"], "proxy: --to: '[::1%lo]:7001' names the IPv6 zone %lo, and Tokenet")
     }
 
-    @Test func aURLForTheAddressIsNamedWithTheAddressInIt() throws {
+    @Test func aURLForTheAddressIsNamedWithTheAddressInIt() async throws {
         for url in ["http://127.0.0.1:7001", "grpc://127.0.0.1:7001/", "https://[::1]:7001/path"] {
-            try expectUsageError(
+            try await expectUsageError(
                 ["list", url, "--plaintext"], "list: '\(url)' is a URL; give the address alone, HOST:PORT, such as ")
         }
-        try expectUsageError(["list", "http://[::1]:7001", "--plaintext"], "such as [::1]:7001")
+        try await expectUsageError(["list", "http://[::1]:7001", "--plaintext"], "such as [::1]:7001")
     }
 
     /// Swift would turn the byte 0xFF into U+FFFD and send that; the command refuses it as it refuses such input.
-    @Test func anArgumentThatIsNotUTF8IsRefused() throws {
+    @Test func anArgumentThatIsNotUTF8IsRefused() async throws {
         let process = try SpawnedProcess(
             "/bin/sh",
             [
@@ -460,8 +467,12 @@ import TokenetTransport
                 #"exec "$0" call "$1" tokenet.health.v1.Health/Check --plaintext -d "$(printf '{"service": "\377"}')""#,
                 try BuiltExecutables.url(of: "tokenet").path, address,
             ], standardOutput: .nullDevice, standardError: .pipe)
-        let stderr = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
-        let termination = process.waitUntilExit(killingAfter: 60)
+        let (stderr, termination) = try await offThePool {
+            (
+                String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self),
+                process.waitUntilExit(killingAfter: 60)
+            )
+        }
         #expect(termination.status == 2, "\(stderr)")
         #expect(stderr.contains("is not UTF-8 text"), "\(stderr)")
     }

@@ -16,8 +16,8 @@ import TokenetTestSupport
         (["wallet", "cards", "127.0.0.1:1", "--cacert", "a", "--cacert", "b"], "wallet cards: --cacert may be given"),
         (["tsp", "suspend-token", "127.0.0.1:1", "D", "--reason", "A", "--reason=B"], "--reason may be given once"),
     ])
-    func aSingleValuedOptionGivenTwiceIsRefused(arguments: [String], message: String) throws {
-        let result = try runTokenet(arguments)
+    func aSingleValuedOptionGivenTwiceIsRefused(arguments: [String], message: String) async throws {
+        let result = try await runTokenet(arguments)
         #expect(result.status == 2 && result.stdout.isEmpty, "\(arguments): \(result.stdout)")
         #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
     }
@@ -41,8 +41,8 @@ import TokenetTestSupport
         (["--mode", "receipt", "--wallet-node", ""], "--wallet-node is empty: give it a value, or leave the flag out"),
         (["--mode", "session", "--wallet-node", "wallet-1"], "--wallet-node is for --mode receipt"),
     ])
-    func aReceiptsWalletNodeIsAnIDAlone(arguments: [String], message: String) throws {
-        let result = try runTokenet(["issuer", "push-card", "127.0.0.1:1", "card-1", "--plaintext"] + arguments)
+    func aReceiptsWalletNodeIsAnIDAlone(arguments: [String], message: String) async throws {
+        let result = try await runTokenet(["issuer", "push-card", "127.0.0.1:1", "card-1", "--plaintext"] + arguments)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
     }
@@ -54,14 +54,14 @@ import TokenetTestSupport
         ["tsp", "simulate-transaction", "127.0.0.1:1", "--card", "D", "--amount", "1.00", "--merchant", ""],
         ["tsp", "tokens", "127.0.0.1:1", "--wallet-account="],
     ])
-    func anEmptyValueIsRefused(arguments: [String]) throws {
-        let result = try runTokenet(arguments + ["--plaintext"])
+    func anEmptyValueIsRefused(arguments: [String]) async throws {
+        let result = try await runTokenet(arguments + ["--plaintext"])
         #expect(result.status == 2, "\(arguments): \(result.stderr)")
         #expect(result.stderr.contains(" is empty: give it a value, or leave the flag out"), "\(result.stderr)")
     }
 
-    @Test func headersMayBeRepeated() throws {
-        let result = try runTokenet([
+    @Test func headersMayBeRepeated() async throws {
+        let result = try await runTokenet([
             "call", "127.0.0.1:1", "x.Y/Z", "--plaintext", "-H", "a: 1", "-H", "b: 2", "--header", "c: 3",
         ])
         #expect(result.status == 1 && result.stderr.contains("cannot connect to 127.0.0.1:1"), "\(result.stderr)")
