@@ -498,7 +498,9 @@ struct ConnectionStateMachine {
     /// Sends one request (client) or response (server) message.
     mutating func sendMessage(_ id: UInt32, _ data: Data) -> Actions {
         guard let index = streams.index(forKey: id), streams[slot: index].acceptsMessages else { return [] }
-        guard data.count <= peerSettings.largestMessage else {
+        // Before the server's hello its limits are unknown (they may be above the defaults): the size is checked
+        // against them when it comes (`openWindowsAtHello`).
+        guard !peerHelloReceived || data.count <= peerSettings.largestMessage else {
             return streamError(id, .resourceExhausted, oversizedMessage(data.count))
         }
         // Before the server's hello even an empty message waits (`openWindowsAtHello`), in its place in the order.

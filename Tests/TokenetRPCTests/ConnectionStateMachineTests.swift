@@ -466,7 +466,7 @@ import TokenetWire
         #expect(client.sendMessage(small, Data(count: 60)) == [], "held until the hello")
         #expect(client.sendMessage(small, Data(count: 40)) == [])
         #expect(client.sendEndOfRequests(small) == [], "behind its messages")
-        #expect(client.sendMessage(large, Data(count: 200)) == [], "within the defaults, held too")
+        #expect(client.sendMessage(large, Data(count: 200)) == [], "held too, whatever its size")
         let actions = client.receive(
             Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: .init(initialStreamWindow: 100)))))
         let message = "a 200-byte message is larger than the peer accepts: at most 100 bytes (its flow-control window)"
@@ -481,6 +481,16 @@ import TokenetWire
         // Opened after the hello: the announced window at once.
         let (later, _) = try client.openCall(Self.start)
         #expect(client.directSendAllowance(later) == 100)
+
+        // Held before a hello that announces more than the defaults, a message above them goes.
+        var generous = Machine(role: .client)
+        _ = generous.start()
+        let (big, _) = try generous.openCall(Self.start)
+        let size = ConnectionSettings.defaults.initialStreamWindow + 1
+        #expect(generous.sendMessage(big, Data(count: size)) == [])
+        let settings = WireV1.Settings(initialStreamWindow: UInt32(2 * size))
+        let sent = generous.receive(Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: settings))))
+        #expect(sent == [.write(Self.message(big, size))])
     }
 
     /// No window is granted for messages the peer will not send: after its half-close, or for a call whose
