@@ -276,7 +276,7 @@ struct ConnectionStateMachine {
         return openWindowsAtHello()
     }
 
-    /// Client: the calls opened before the server's hello held their messages (`openCall`), since the window and the
+    /// Client: the calls opened before the server's hello held their messages (`sendMessage`), since the window and the
     /// frame size they must respect are the server's, which may be smaller than the defaults: each now gets the
     /// window the hello announced and sends what it holds, or fails when it holds a message the server's limits
     /// can never let through.
@@ -471,11 +471,10 @@ struct ConnectionStateMachine {
         }
         let id = nextStreamID
         nextStreamID += 2
-        // Before the server's hello its messages wait (a window of 0; `openWindowsAtHello`): the server may announce
+        // Before the server's hello its messages wait (`sendMessage`, `openWindowsAtHello`): the server may announce
         // a window or a frame size below the defaults, and enforces its own from the first byte.
         streams[id] = Stream(
-            sendWindow: peerHelloReceived ? peerSettings.initialStreamWindow : 0,
-            receiveWindow: localSettings.initialStreamWindow)
+            sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
         var actions = Actions(.write(WireV1.Frame(streamID: id, kind: .callStart(start))))
         if nextStreamID > Self.largestStreamID {
             // That was the last id: the connection drains (its calls finish, then it closes) and stops counting as

@@ -24,7 +24,7 @@ extension NotificationSubscriberTests {
                     throw RPCError(.unavailable, "cannot connect to the TSP (test)")
                 }
             })
-        let waits = Mutex<[Duration]>([])
+        let waits = WaitLog()
         let log = MemoryLogSink()
         let subscriber = NotificationSubscriber(
             tsp: caller, handler: CountingHandler(),
@@ -34,10 +34,7 @@ extension NotificationSubscriberTests {
                 backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0),
                 openAfter: .milliseconds(50)),
             sleep: { delay in
-                let count = waits.withLock { waits in
-                    waits.append(delay)
-                    return waits.count
-                }
+                let count = waits.record(delay)
                 if count >= 4 { throw CancellationError() }
             })
         let running = Task { await subscriber.run() }
@@ -46,7 +43,7 @@ extension NotificationSubscriberTests {
         // Another Subscribe of wallet-1 takes the queue over: the quiet stream ends with ABORTED.
         let other = try await harness.client().subscribe(TspV1.SubscribeRequest())
         await running.value
-        #expect(waits.withLock { $0 } == [1, 2, 4, 1].map { Duration.milliseconds($0) })
+        #expect(waits.all == [1, 2, 4, 1].map { Duration.milliseconds($0) })
         let failures = log.lines.filter { $0.contains("notification stream to the TSP failed") }
         #expect(failures.count == 2, "\(failures)")
         #expect(failures.last?.contains("replaced this stream") == true, "\(failures)")

@@ -86,6 +86,21 @@ import TokenetWire
 
     static let acknowledge = TspV1.Notifications.acknowledge.path
 
+    /// The waits a subscriber asked its `sleep` for, in order.
+    final class WaitLog: Sendable {
+        private let waits = Mutex<[Duration]>([])
+
+        /// Records `delay`; returns how many waits there have been, this one included.
+        func record(_ delay: Duration) -> Int {
+            waits.withLock { waits in
+                waits.append(delay)
+                return waits.count
+            }
+        }
+
+        var all: [Duration] { waits.withLock { $0 } }
+    }
+
     /// Every Acknowledge fails as if the TSP went away before answering.
     static func losingAcknowledgements(_ base: any RPCCaller) -> InterceptingCaller {
         InterceptingCaller(base: base) { path in
@@ -430,7 +445,7 @@ import TokenetWire
     @Test func acknowledgementsThatKeepFailingAreRetriedWithGrowingWaitsAndOneWarning() async throws {
         let harness = try BrokerHarness.make()
         try await harness.publish(3)
-        let waits = Mutex<[Duration]>([])
+        let waits = WaitLog()
         let logs = MemoryLogSink()
         let subscriber = NotificationSubscriber(
             tsp: Self.losingAcknowledgements(Self.caller(harness)), handler: CountingHandler(),
@@ -438,18 +453,15 @@ import TokenetWire
             logger: Logger(node: "wallet-node", sink: logs),
             options: Self.doublingFromOneMillisecond,
             sleep: { delay in
-                let count = waits.withLock { waits in
-                    waits.append(delay)
-                    return waits.count
-                }
+                let count = waits.record(delay)
                 // The fifth wait lasts until the test ends the subscriber.
                 if count >= 5 { try await Task.sleep(for: .seconds(3600)) }
             })
         let running = Task { await subscriber.run() }
-        #expect(await Self.eventually { waits.withLock { $0.count } >= 5 })
+        #expect(await Self.eventually { waits.all.count >= 5 })
         running.cancel()
         await running.value
-        #expect(waits.withLock { Array($0.prefix(5)) } == [1, 2, 4, 8, 16].map { Duration.milliseconds($0) })
+        #expect(Array(waits.all.prefix(5)) == [1, 2, 4, 8, 16].map { Duration.milliseconds($0) })
         let warnings = logs.lines.filter { $0.contains("acknowledging notifications failed") && $0.contains("warning") }
         #expect(warnings.count == 1, "\(logs.lines)")
     }
@@ -467,7 +479,7 @@ import TokenetWire
         router.unary(TspV1.Notifications.acknowledge) { _, _ in
             throw RPCError(.unavailable, "the broker cannot commit now (test)")
         }
-        let waits = Mutex<[Duration]>([])
+        let waits = WaitLog()
         let handler = CountingHandler()
         let subscriber = NotificationSubscriber(
             tsp: TSPHarness.connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1")), handler: handler,
@@ -475,15 +487,12 @@ import TokenetWire
             logger: Logger(node: "wallet-node", sink: MemoryLogSink()),
             options: Self.doublingFromOneMillisecond,
             sleep: { delay in
-                let count = waits.withLock { waits in
-                    waits.append(delay)
-                    return waits.count
-                }
+                let count = waits.record(delay)
                 // The acknowledgement's backoff lasts an hour; the subscriber's own, after the stream, ends the test.
                 if count == 1 { try await Task.sleep(for: .seconds(3600)) } else { throw CancellationError() }
             })
         let running = Task { await subscriber.run() }
-        #expect(await Self.eventually { waits.withLock { $0.count } >= 2 }, "the stream's end waited for the backoff")
+        #expect(await Self.eventually { waits.all.count >= 2 }, "the stream's end waited for the backoff")
         running.cancel()
         await running.value
         #expect(handler.received.map(\.messageID) == ["message-1"])
@@ -547,22 +556,19 @@ import TokenetWire
         }
         let harness = try BrokerHarness.make()
         try await harness.publish(1)
-        let waits = Mutex<[Duration]>([])
+        let waits = WaitLog()
         let subscriber = NotificationSubscriber(
             tsp: Self.caller(harness), handler: AlwaysFailing(),
             processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
             logger: Logger(node: "wallet-node", sink: MemoryLogSink()),
             options: Self.doublingFromOneMillisecond,
             sleep: { delay in
-                let count = waits.withLock { waits in
-                    waits.append(delay)
-                    return waits.count
-                }
+                let count = waits.record(delay)
                 if count >= 5 { throw CancellationError() }
                 await Task.yield()
             })
         await subscriber.run()
-        #expect(waits.withLock { $0 } == [1, 2, 4, 8, 16].map { Duration.milliseconds($0) })
+        #expect(waits.all == [1, 2, 4, 8, 16].map { Duration.milliseconds($0) })
         #expect(harness.broker.figures(of: "wallet/wallet-1").pending == 1)
     }
 }
