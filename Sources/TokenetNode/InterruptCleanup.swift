@@ -56,12 +56,34 @@ public final class InterruptCleanup: Sendable {
         while stopping.load(ordering: .acquiring) { sleep(60) }
     }
 
+    /// Removes `path` unless a stop signal is being handled, whose cleanup removes it: the tool's own `defer`
+    /// (run as a call cut by the stopped server unwinds) and the cleanup removing one tree at once race.
+    public static func removeUnlessStopping(_ path: String) {
+        guard !stopping.load(ordering: .acquiring) else { return }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Removes `path`, trying again while it is still there (for up to a second): a removal started by the tool's
+    /// own failure path just before the signal may be walking the same tree, and a removal that finds an entry
+    /// gone under it gives up, leaving the directory, with the PKI's CA key, in $TMPDIR (seen once in CI).
+    static func removeUntilGone(_ path: String) -> Bool {
+        var status = stat()
+        for attempt in 0..<20 {
+            try? FileManager.default.removeItem(atPath: path)
+            guard lstat(path, &status) == 0 else { return true }
+            if attempt < 19 { usleep(50_000) }
+        }
+        return false
+    }
+
     private func stop(by number: Int32) {
         Self.stopping.store(true, ordering: .releasing)
         let (processes, paths) = state.withLock { (Array($0.processes.values), $0.paths) }
         for process in processes { _ = process.sendToGroup(SIGTERM) }
         for process in processes { _ = process.waitUntilExit(killingAfter: 5) }
-        for path in paths { try? FileManager.default.removeItem(atPath: path) }
+        for path in paths where !Self.removeUntilGone(path) {
+            FileHandle.standardError.write(Data("\(tool): could not remove \(path); remove it by hand\n".utf8))
+        }
         FileHandle.standardError.write(
             Data("\(tool): stopped by \(StopSignalWatcher.name(of: number)); its children and files are gone\n".utf8))
         exit(128 + number)

@@ -10,7 +10,7 @@ struct BenchRun {
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("tokenet-bench-\(ProcessInfo.processInfo.processIdentifier)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        defer { InterruptCleanup.removeUnlessStopping(directory.path) }
         // Ctrl-C stops the server child (in a process group of its own, out of the terminal's reach) and removes
         // the directory with the PKI's keys.
         let cleanup = InterruptCleanup(tool: "tokenet-bench")

@@ -16,7 +16,7 @@ struct BrokerBench {
             ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("tokenet-broker-bench-\(ProcessInfo.processInfo.processIdentifier)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        defer { InterruptCleanup.removeUnlessStopping(root) }
         // Ctrl-C stops the certificate script (in a process group of its own) and removes the directory with the
         // PKI's keys.
         let cleanup = InterruptCleanup(tool: "tokenet-broker-bench")

@@ -110,6 +110,8 @@ import TokenetTransport
         #expect(termination.reason == .exit && termination.status == 128 + SIGINT, "\(termination) \(stderr)")
         #expect(stderr.contains("tokenet-bench: stopped by SIGINT"), "\(stderr)")
         #expect(serverPIDs().isEmpty)
-        #expect(!FileManager.default.fileExists(atPath: directory))
+        #expect(
+            !FileManager.default.fileExists(atPath: directory),
+            "left behind: \((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []) \(stderr)")
     }
 }
