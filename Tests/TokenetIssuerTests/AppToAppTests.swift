@@ -10,7 +10,7 @@ import TokenetWire
 
 @testable import TokenetIssuer
 
-/// A login that accepts PIN 2468 for every cardholder and hands out `at-<user>`.
+/// A login that accepts PIN 24681357 for every cardholder and hands out `at-<user>`.
 struct FakeLogin: CardholderLogin {
     func accessToken(forUser userID: String, pin: String) async throws(IssuerError) -> String {
         guard pin != "9999" else { throw IssuerError(.locked, "the app is locked after 5 wrong PINs") }
@@ -18,7 +18,7 @@ struct FakeLogin: CardholderLogin {
             throw IssuerError(
                 .storage, "cannot advance the app's counters", cause: StorageError(.busy, "database is locked"))
         }
-        guard pin == "2468" else { throw IssuerError(.keys, "wrong PIN for \(userID)") }
+        guard pin == "24681357" else { throw IssuerError(.keys, "wrong PIN for \(userID)") }
         return "at-\(userID)"
     }
 }
@@ -127,11 +127,11 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         let opened = try await open()
         try store.database.execute("ALTER TABLE app_accounts RENAME TO app_accounts_away")
         let failed = await Support.rpcError {
-            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         }
         #expect(failed != nil && failed?.code != .failedPrecondition, "\(String(describing: failed))")
         try store.database.execute("ALTER TABLE app_accounts_away RENAME TO app_accounts")
-        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         #expect(done.result == .approved && done.tokenState == .active)
     }
 
@@ -170,7 +170,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         let wallet2 = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .wallet, nodeID: "wallet-2"))
         let opened = try await wallet2.openApp(
             IssuerV1.OpenAppRequest(caller: "com.google.android.gms", activationData: Self.visa()))
-        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         #expect(done.result == .approved && done.tokenState == .active)
         #expect(!done.walletNotified)
         #expect(
@@ -183,7 +183,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         let opened = try await open()
         #expect(opened.message == "card ending 0054 — sign in to activate")
         #expect(opened.digitalCardID == Self.token && opened.cardLast4 == "0054")
-        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         #expect(done.result == .approved && done.tokenState == .active && done.walletNotified && !done.alreadyActive)
         #expect(tsp.inApp.withLock { $0.map(\.accessToken) } == ["at-ch-chloe"])
         let told = try #require(wallet.responses.withLock { $0.last })
@@ -191,12 +191,12 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         // The TSP's version of the state goes on to the wallet, which keeps a later state it already heard.
         #expect(told.sessionID == opened.sessionID && told.stateVersion == 2)
         let again = await Support.rpcError {
-            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         }
         #expect(again?.code == .failedPrecondition && again?.message.contains("already finished") == true)
         // Opened again for the token, now ACTIVE: the sign-in is approved, and says that it changed nothing.
         let reopened = try await open()
-        let repeated = try await person.authorize(.init(sessionID: reopened.sessionID, pin: "2468"))
+        let repeated = try await person.authorize(.init(sessionID: reopened.sessionID, pin: "24681357"))
         #expect(repeated.result == .approved && repeated.alreadyActive)
     }
 
@@ -209,7 +209,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         cut.wallet.silent.withLock { $0 = true }
         let opened = try await cut.open()
         let done = try await cut.person.authorize(
-            .init(sessionID: opened.sessionID, pin: "2468"), options: CallOptions(timeout: .seconds(60)))
+            .init(sessionID: opened.sessionID, pin: "24681357"), options: CallOptions(timeout: .seconds(60)))
         #expect(done.result == .approved && done.tokenState == .active && !done.walletNotified)
         #expect(
             done.walletError == "the wallet did not answer within 300 ms; it hears of the token's state from the TSP")
@@ -232,7 +232,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         try store.saveAppAccount(account("acc-chloe-savings"))
         let opened = try await open()
         let refused = await Support.rpcError {
-            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         }
         #expect(refused?.code == .failedPrecondition)
         #expect(
@@ -242,7 +242,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
                 + "ID&V method")
         #expect(tsp.inApp.withLock { $0.isEmpty })
         try store.saveAppAccount(account("acc-chloe-credit"))
-        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         #expect(done.result == .approved)
     }
 
@@ -316,20 +316,20 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         tsp.inAppRefusal.withLock { $0 = RPCError(.unavailable, "connection refused") }
         let opened = try await open()
         let error = await Support.rpcError {
-            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         }
         #expect(error?.code == .unavailable && error?.message.contains("try again") == true)
         #expect(wallet.responses.withLock { $0.isEmpty })
         tsp.inAppRefusal.withLock { $0 = nil }
-        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         #expect(done.result == .approved)
-        #expect(!sink.lines.contains { $0.contains("2468") || $0.contains("at-ch-chloe") })
+        #expect(!sink.lines.contains { $0.contains("24681357") || $0.contains("at-ch-chloe") })
     }
 
     @Test func theTSPsRefusalIsTheWalletsFailure() async throws {
         tsp.inAppRefusal.withLock { $0 = RPCError(.permissionDenied, "user \"ch-chloe\" does not own the account") }
         let opened = try await open()
-        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         #expect(done.result == .failure && done.reason.contains("PERMISSION_DENIED") && done.walletNotified)
         #expect(wallet.responses.withLock { $0.last?.reason } == done.reason)
     }
@@ -338,7 +338,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         let without = try await AppToAppTests(login: nil)
         let opened = try await without.open()
         let error = await Support.rpcError {
-            _ = try await without.person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+            _ = try await without.person.authorize(.init(sessionID: opened.sessionID, pin: "24681357"))
         }
         #expect(error?.code == .failedPrecondition && error?.message.contains("authentication service") == true)
         #expect(without.tsp.inApp.withLock { $0.isEmpty })

@@ -785,42 +785,42 @@ import TokenetWire
         let app = try App.make()
         let first = try await app.enrol()
         _ = try await app.party.app.activate(
-            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+            code: first.code, referenceID: first.reference, displayName: "", pin: "25803691")
         await expectIssuerError(.unauthenticated, "4 tries left") {
-            try await app.party.app.login(userID: "ch-alice", pin: "1470")
+            try await app.party.app.login(userID: "ch-alice", pin: "14703692")
         }
         // A right PIN clears the count.
-        _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        _ = try await app.party.app.login(userID: "ch-alice", pin: "25803691")
         for left in (1...4).reversed() {
             await expectIssuerError(.unauthenticated, left == 1 ? "1 try left" : "\(left) tries left") {
-                try await app.party.app.login(userID: "ch-alice", pin: "1470")
+                try await app.party.app.login(userID: "ch-alice", pin: "14703692")
             }
         }
         await expectIssuerError(.locked, "now locked") {
-            try await app.party.app.login(userID: "ch-alice", pin: "1470")
+            try await app.party.app.login(userID: "ch-alice", pin: "14703692")
         }
         await expectIssuerError(.locked, "tokenet issuer unlock") {
-            try await app.party.app.login(userID: "ch-alice", pin: "2580")
+            try await app.party.app.login(userID: "ch-alice", pin: "25803691")
         }
         // Each wrong PIN is in the log, and the lock at warning: someone guessing a cardholder's PIN is audited.
         let wrong = app.logs.lines.filter { $0.contains("wrong app PIN") && $0.contains("user=ch-alice") }
         #expect(wrong.count == 5, "\(app.logs.lines)")
         #expect(app.logs.lines.contains { $0.contains("warning") && $0.contains("app locked after wrong PINs") })
-        #expect(!app.logs.lines.contains { $0.contains("1470") || $0.contains("2580") })
+        #expect(!app.logs.lines.contains { $0.contains("14703692") || $0.contains("25803691") })
         // The answer says the app itself was locked, beside the TSP's count (the fake TSP unlocks one each time).
         let unlocked = try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "")
         #expect(unlocked.appUnlocked && unlocked.unlocked == 1)
-        #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
+        #expect(try await app.party.app.login(userID: "ch-alice", pin: "25803691").accountID == "acc-alice-checking")
         #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "").appUnlocked == false)
 
         // With the TSP down, the failure says the app's own lock is lifted already: it said only that the unlock
         // failed, while the app's PIN worked again.
-        for _ in 0..<5 { _ = try? await app.party.app.login(userID: "ch-alice", pin: "1470") }
+        for _ in 0..<5 { _ = try? await app.party.app.login(userID: "ch-alice", pin: "14703692") }
         app.tsp.state.withLock { $0.unlockDown = true }
         await expectIssuerError(.unavailable, "the app's own PIN lock is lifted, but its credentials at the TSP") {
             try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "")
         }
-        #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
+        #expect(try await app.party.app.login(userID: "ch-alice", pin: "25803691").accountID == "acc-alice-checking")
     }
 
     @Test func unlockingAnUnknownUserIsNotFoundAndAsksNothingOfTheTSP() async throws {
@@ -849,8 +849,8 @@ import TokenetWire
         let app = try App.make(store: store)
         let first = try await app.enrol()
         _ = try await app.party.app.activate(
-            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
-        _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+            code: first.code, referenceID: first.reference, displayName: "", pin: "25803691")
+        _ = try await app.party.app.login(userID: "ch-alice", pin: "25803691")
         let devicePIN = try #require(try store.appUser("ch-alice")).devicePIN
         let secrets = app.tsp.state.withLock { Array($0.secrets.values) }
         var bytes: [UInt8] = []
@@ -859,15 +859,15 @@ import TokenetWire
             bytes += Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
         }
         #expect(bytes.count > 0)
-        #expect(!Self.contains(bytes, Array("2580".utf8)))
+        #expect(!Self.contains(bytes, Array("25803691".utf8)))
         #expect(!Self.contains(bytes, Array(devicePIN.utf8)))
         for secret in secrets { #expect(!Self.contains(bytes, secret)) }
         let logs = app.logs.lines.joined(separator: "\n")
-        #expect(!logs.contains("2580") && !logs.contains(devicePIN))
+        #expect(!logs.contains("25803691") && !logs.contains(devicePIN))
 
         // A restarted issuer (the store opened again) still opens the credentials with the PIN and goes on counting.
         let restarted = try App.make(store: try IssuerStore.open(directory: directory), tsp: app.tsp)
-        _ = try await restarted.party.app.login(userID: "ch-alice", pin: "2580")
+        _ = try await restarted.party.app.login(userID: "ch-alice", pin: "25803691")
         #expect(app.tsp.state.withLock { $0.counters["uc-ref-1"] } == 2)
     }
 
