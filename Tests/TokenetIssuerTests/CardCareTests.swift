@@ -197,7 +197,7 @@ import TokenetWire
                 == [.init(digitalCardID: "DNITHE1", title: "Hi", body: "Body", action: "OPEN")])
     }
 
-    /// The issuer app's inbox over an in-memory connection, whose cardholders sign in with `FakeLogin` (PIN 2468,
+    /// The issuer app's inbox over an in-memory connection, whose cardholders sign in with `FakeLogin` (PIN 24681357,
     /// 9999 for a locked app).
     func inbox(_ handler: IssuerAppNotificationHandler) -> IssuerV1.IssuerAppInbox.Client {
         var router = RPCRouter()
@@ -235,7 +235,7 @@ import TokenetWire
             #expect(refused?.code == code, "\(pin): \(String(describing: refused))")
         }
         #expect(tsp.state.withLock { $0.answers }.isEmpty)
-        let answer = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "2468"))
+        let answer = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "24681357"))
         #expect(answer.status == "PROCEEDED")
         #expect(tsp.state.withLock { $0.answers } == [.init(authnRequestID: "authn-1", proceed: true)])
         let again = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-1")) }
@@ -263,7 +263,7 @@ import TokenetWire
         let app = try await inboxWithAuthnRequest()
 
         let refused = await Support.rpcError {
-            _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "2468"))
+            _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "24681357"))
         }
         #expect(refused?.code == .failedPrecondition, "\(String(describing: refused))")
         #expect(
@@ -295,7 +295,7 @@ import TokenetWire
                 ))
             try await handler.handle(message)
         }
-        _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "2468"))
+        _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "24681357"))
         #expect(try await app.notifications(.init()).authnRequests.map(\.status) == ["PROCEEDED", "PENDING"])
 
         clock.advance(60)

@@ -40,11 +40,13 @@ extension RPCChannelTests {
     /// whose peer had been down for a while refused such calls for as long as no longer-deadline call came.
     @Test(.timeLimit(.minutes(3))) func aCallAfterTheBackoffRanOutConnectsAtOnce() async throws {
         let peer = Flapping()
-        let backoff = RPCChannel.Backoff(initial: .seconds(3), maximum: .seconds(3), jitter: 0)
+        // 10 s: the call made during it must find most of it left however long a loaded test runner takes to
+        // get there (with 3 s, 2 s of starvation left less than the call's 1 s deadline, and it waited and attempted).
+        let backoff = RPCChannel.Backoff(initial: .seconds(10), maximum: .seconds(10), jitter: 0)
         let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
         let short = CallOptions(timeout: .seconds(1))
 
-        // The first attempt fails; the next may come 3 s later, after this call's deadline: it fails at once.
+        // The first attempt fails; the next may come 10 s later, after this call's deadline: it fails at once.
         let refused = await #expect(throws: RPCError.self) {
             _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short)
         }
@@ -59,7 +61,7 @@ extension RPCChannelTests {
 
         // The peer comes back and the backoff runs out: a call with the same short deadline connects.
         peer.down.store(false, ordering: .releasing)
-        try await Task.sleep(for: .milliseconds(3_300))
+        try await Task.sleep(for: .milliseconds(10_300))
         await Self.expectAnsweredOrLate({ try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short) }, 2)
         #expect(peer.attempts.load(ordering: .relaxed) == 2)
     }
@@ -67,14 +69,15 @@ extension RPCChannelTests {
     /// A call made partway through the backoff waits only for what is left of it, within its deadline.
     @Test(.timeLimit(.minutes(3))) func aCallDuringTheBackoffWaitsForWhatIsLeft() async throws {
         let peer = Flapping()
-        let backoff = RPCChannel.Backoff(initial: .seconds(3), maximum: .seconds(3), jitter: 0)
+        let backoff = RPCChannel.Backoff(initial: .seconds(6), maximum: .seconds(6), jitter: 0)
         let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
         _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
         #expect(peer.attempts.load(ordering: .relaxed) == 1)
         peer.down.store(false, ordering: .releasing)
-        try await Task.sleep(for: .seconds(2))
-        // About 1 s of backoff remains, less than this call's 2.5 s: it waits for it and connects.
-        let patient = CallOptions(timeout: .seconds(2.5))
+        try await Task.sleep(for: .seconds(4))
+        // About 2 s of backoff remains, less than this call's 8 s (6 s to spare for a loaded test runner): it waits
+        // for it and connects.
+        let patient = CallOptions(timeout: .seconds(8))
         await Self.expectAnsweredOrLate(
             { try await channel.unary(Echo.unary, Scalars(fInt32: 4), options: patient) }, 5)
         #expect(peer.attempts.load(ordering: .relaxed) == 2)
