@@ -15,7 +15,7 @@ import TokenetWire
             try await Task.sleep(for: .seconds(600))
             return IssuerV1.IssuerChangeTokenStatesResponse()
         }
-        let result = try await run(router, word: word, deadline: "2s")
+        let result = try await run(router, word: word, deadline: "8s")
         #expect(result.status == 64 + StatusCode.deadlineExceeded.rawValue, "\(result.stderr)")
         #expect(
             result.stderr.contains(
@@ -62,7 +62,7 @@ import TokenetWire
                     + "that is not used expires)"
             ),
         ] {
-            let result = try await run(router, arguments, deadline: "2s")
+            let result = try await run(router, arguments, deadline: "8s")
             #expect(result.status == 64 + StatusCode.deadlineExceeded.rawValue, "\(result.stderr)")
             #expect(result.stderr.contains(hint), "\(result.stderr)")
         }

@@ -208,13 +208,15 @@ import TokenetWire
     /// that write, and the statuses queued behind it never went: the call's client saw the connection drop instead of
     /// the reason. A write in progress now gets a moment to finish, and the statuses follow it.
     @Test(.timeLimit(.minutes(3))) func aWriteInProgressWhenTheDrainEndsStillDeliversTheStatuses() async throws {
-        let (slowStream, server, client, responses, serving) = try await Self.callInProgress(SlowWritingStream.init)
+        let (heldStream, server, client, responses, serving) = try await Self.callInProgress(HeldWritingStream.init)
 
-        slowStream.slowDown()
-        server.shutdown()  // its goaway is now being written, slowly
-        for _ in 0..<500 where !slowStream.isWriting { try await Task.sleep(for: .milliseconds(2)) }
-        try #require(slowStream.isWriting)
+        heldStream.hold()
+        server.shutdown()  // its goaway is now being written, and held
+        for _ in 0..<5_000 where !heldStream.isWriting { try await Task.sleep(for: .milliseconds(2)) }
+        try #require(heldStream.isWriting)
         #expect(server.endDrain(reason: "the drain is over") == 1)
+        // The write completes within the drain's grace for a write in progress (500 ms).
+        heldStream.release()
         await Self.expectEndedByTheDrain(responses)
         await serving.value
         await client.close()
@@ -284,11 +286,17 @@ private final class StallingStream: ByteStream {
     }
 }
 
-/// The server's end of an in-memory pipe whose writes take 200 ms each once `slowDown()` is called, as over a slow
-/// link: a write is in progress for a while, then completes.
-private final class SlowWritingStream: ByteStream {
+/// The server's end of an in-memory pipe whose writes, once `hold()` is called, wait for `release()`, as over a slow
+/// link: a write is in progress until the test lets it complete. (Writes that took 200 ms each were over before a
+/// test starved of its turn looked for one in progress.)
+private final class HeldWritingStream: ByteStream {
+    private struct Gate {
+        var held = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
     private let base: InMemoryByteStream
-    private let slow = Atomic<Bool>(false)
+    private let gate = Mutex(Gate())
     private let writes = Atomic<Int>(0)
 
     init(_ base: InMemoryByteStream) { self.base = base }
@@ -296,7 +304,16 @@ private final class SlowWritingStream: ByteStream {
     var peerIdentity: PeerIdentity? { base.peerIdentity }
     var isWriting: Bool { writes.load(ordering: .acquiring) > 0 }
 
-    func slowDown() { slow.store(true, ordering: .releasing) }
+    func hold() { gate.withLock { $0.held = true } }
+
+    func release() {
+        let waiting = gate.withLock { gate in
+            gate.held = false
+            defer { gate.waiting = [] }
+            return gate.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
 
     func read() async throws -> [UInt8]? { try await base.read() }
 
@@ -305,7 +322,13 @@ private final class SlowWritingStream: ByteStream {
     func write(_ bytes: [UInt8]) async throws {
         writes.add(1, ordering: .acquiringAndReleasing)
         defer { writes.subtract(1, ordering: .acquiringAndReleasing) }
-        if slow.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(200)) }
+        await withCheckedContinuation { continuation in
+            let wait = gate.withLock { gate in
+                if gate.held { gate.waiting.append(continuation) }
+                return gate.held
+            }
+            if !wait { continuation.resume() }
+        }
         try await base.write(bytes)
     }
 

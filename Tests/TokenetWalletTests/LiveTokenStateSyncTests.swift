@@ -35,7 +35,7 @@ import TokenetTestSupport
         let tspProcess = tsp.process
         defer { _ = tspProcess.send(SIGCONT) }
         let lost = try await runTokenet(
-            ["wallet", "accept-terms", wallet.listen, "card-2", "--deadline", "2s"] + flags)
+            ["wallet", "accept-terms", wallet.listen, "card-2", "--deadline", "10s"] + flags)
         #expect(lost.status != 0, "\(lost.stdout)")
         #expect(tsp.process.send(SIGCONT))
 
