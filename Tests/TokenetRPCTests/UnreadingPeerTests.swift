@@ -165,9 +165,14 @@ import TokenetWire
             nextID += 1_000
         }
         #expect(budget.total > RPCConnection.outboundHighWater)
+        // Settled once the same for ten samples in a row (2 s): two equal samples 200 ms apart were a server
+        // starved of its turn for that long, which then answered more of the first peer's calls past the limit.
         var settled = -1
-        for _ in 0..<100 where budget.total != settled {
-            settled = budget.total
+        var steady = 0
+        for _ in 0..<300 where steady < 10 {
+            let total = budget.total
+            steady = total == settled ? steady + 1 : 0
+            settled = total
             try await Task.sleep(for: .milliseconds(200))
         }
         budget.limit = settled + 256 * 1024

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetCard
+import TokenetNode
 import TokenetRPC
 import TokenetTransport
 import TokenetWire
@@ -40,10 +41,12 @@ import TokenetWire
         #expect(try await tsp.checkEligibility(.encryptedCardData(try Self.encrypted(to: before[0]))).eligible)
         #expect(try await tsp.checkEligibility(.encryptedCardData(try Self.encrypted(to: after[0]))).eligible)
         #expect(try Self.retiredFiles(tsp).count == 1)
+        // The kid as the log shows it: about one key in a hundred has 13 or more decimal digits in a row in its hex
+        // that pass the Luhn check, which the log masks as it masks a card number written into an identifier.
         #expect(
             tsp.logs.lines.contains {
-                $0.contains("card-data key rotated") && $0.contains(after[0].publicKeyIdentifier)
-            })
+                $0.contains("card-data key rotated") && $0.contains(maskPAN(after[0].publicKeyIdentifier))
+            }, "\(tsp.logs.lines)")
     }
 
     @Test func aForgottenKeyNoLongerDecryptsAndItsFileIsGone() async throws {
