@@ -65,7 +65,7 @@ public final class InterruptCleanup: Sendable {
 
     /// Removes `path`, trying again while it is still there (for up to a second): a removal started by the tool's
     /// own failure path just before the signal may be walking the same tree, and a removal that finds an entry
-    /// gone under it gives up, leaving the directory, with the PKI's CA key, in $TMPDIR (seen once in CI).
+    /// gone under it can stop there; one attempt left the directory, with the PKI's CA key, in $TMPDIR.
     static func removeUntilGone(_ path: String) -> Bool {
         var status = stat()
         for attempt in 0..<20 {
