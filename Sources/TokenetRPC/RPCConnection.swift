@@ -376,8 +376,14 @@ final class RPCConnection: Sendable {
 
     // MARK: - Writing
 
+    /// On a stream with an event loop each batch is handed to the loop and not waited for, as `flushNow` hands a
+    /// caller's: the write's completion, on the loop, clears `writing` and hands over. Awaited here, `writing` stayed
+    /// set until this task had its next turn on the cooperative pool, and every frame encoded meanwhile waited with
+    /// it: a pong among them, so a process whose pool was busy for longer than its peer's keepalive timeout (20 s by
+    /// default) lost the connection for a ping its loop had read and answered at once.
     private func writeLoop() async {
         while let batch = await nextBatch() {
+            if let loop, loop.execute({ [self] in writeOnLoop(batch) }) { continue }
             guard await write(batch) else { break }
         }
         await stream.close()
