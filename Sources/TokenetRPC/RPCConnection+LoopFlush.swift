@@ -64,14 +64,20 @@ extension RPCConnection {
     private func loopFlush(scheduled: Bool = true) {
         let batch: [UInt8]? = core.withLock { core in
             if scheduled { core.loopFlushScheduled = false }
+            // The writer task's write is over but for that task's bookkeeping, which waits for a turn on the pool:
+            // the loop takes over, so that what it encoded (a pong) does not wait for the pool.
+            if core.writing, core.writeAccepted == core.writesBegun, !core.closing { core.writing = false }
             guard !core.writing, !core.outbound.isEmpty, !core.closing else {
-                // A write in progress hands over when it completes; a closing connection is the writer task's.
+                // A write in progress hands over when it completes (the writer task's, once the stream took it:
+                // `writeThroughLoop`); a closing connection is the writer task's.
+                if core.writing && !core.closing && !core.outbound.isEmpty { core.loopFlushDeferred = true }
                 if core.closing {
                     core.writer?.resume()
                     core.writer = nil
                 }
                 return nil
             }
+            core.loopFlushDeferred = false
             core.writing = true
             // The spare is only referenced here by now (the stream let go of it when its write completed), so
             // emptying it keeps its capacity without allocating.

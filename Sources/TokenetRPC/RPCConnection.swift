@@ -86,6 +86,13 @@ final class RPCConnection: Sendable {
         }
         /// How many writes have begun: the end of a drain tells a write that is stuck from writes that go on.
         var writesBegun: UInt64 = 0
+        /// The `writesBegun` of the writer task's last write once the stream has taken it: while it is the current
+        /// one, the write is over but for the writer task's own bookkeeping, and the loop may take over
+        /// (`writeThroughLoop`, `loopFlush`).
+        var writeAccepted: UInt64 = 0
+        /// The loop had frames to flush while the writer task's write was in progress: it flushes them once the
+        /// stream has taken that write.
+        var loopFlushDeferred = false
         /// Set while a caller encodes frames it will flush itself, so the writer task is not woken for them.
         var callerFlushes = false
         /// Push-mode reading (`ByteStream.receive`): the decoder, and whether and how reading ended.
@@ -376,17 +383,59 @@ final class RPCConnection: Sendable {
 
     // MARK: - Writing
 
-    /// On a stream with an event loop each batch is handed to the loop and not waited for, as `flushNow` hands a
-    /// caller's: the write's completion, on the loop, clears `writing` and hands over. Awaited here, `writing` stayed
-    /// set until this task had its next turn on the cooperative pool, and every frame encoded meanwhile waited with
-    /// it: a pong among them, so a process whose pool was busy for longer than its peer's keepalive timeout (20 s by
-    /// default) lost the connection for a ping its loop had read and answered at once.
     private func writeLoop() async {
         while let batch = await nextBatch() {
-            if let loop, loop.execute({ [self] in writeOnLoop(batch) }) { continue }
-            guard await write(batch) else { break }
+            let written = if let loop { await writeThroughLoop(batch, loop) } else { await write(batch) }
+            guard written else { break }
         }
         await stream.close()
+    }
+
+    /// `write` for a stream with an event loop: the batch is handed to the loop, and once the stream has taken it
+    /// the loop records so (`writeAccepted`), so that frames the loop itself encodes next — a pong — can leave
+    /// without waiting for this task's next turn on the cooperative pool (`loopFlush` takes over). Until then
+    /// `writing` stays set, as before: frames that tasks encode meanwhile (a server stream's messages) gather
+    /// behind it and leave together, in fewer and larger writes than if the loop handed over at once.
+    ///
+    /// Awaited with nothing recorded, a process whose pool was busy for longer than its peer's keepalive timeout
+    /// (20 s by default) lost its connections for pings its loop had read and answered at once.
+    private func writeThroughLoop(_ batch: [UInt8], _ loop: EventLoop) async -> Bool {
+        let generation = core.withLock { $0.writesBegun }
+        let outcome: Result<Void, any Error>? = await withCheckedContinuation { continuation in
+            let handed = loop.execute { [self] in
+                stream.writeOnLoop(batch) { [self] result in
+                    if case .success = result {
+                        core.withLock { core in
+                            core.writeAccepted = generation
+                            if core.loopFlushDeferred, core.writing, core.writesBegun == generation {
+                                core.loopFlushDeferred = false
+                                scheduleLoopFlush(&core, loop)
+                            }
+                        }
+                    }
+                    continuation.resume(returning: result)
+                }
+            }
+            if !handed { continuation.resume(returning: nil) }
+        }
+        switch outcome {
+        case nil:
+            // The loop has stopped: the stream's own write says how.
+            return await write(batch)
+        case .failure(let error):
+            core.withLock { core in
+                writeFailed(error, core: &core)
+                core.writing = false
+            }
+            markClosing()
+            return false
+        case .success:
+            core.withLock { core in
+                // Unless the loop took over meanwhile and a write of its own is in progress.
+                if core.writesBegun == generation { core.writing = false }
+            }
+            return true
+        }
     }
 
     /// Writes one batch taken with `writing` set, then clears it; false when the stream failed.
