@@ -93,7 +93,10 @@ import TokenetTransport
         step = "connecting (ready after \(ContinuousClock.now - started))"
         let hostPort = try #require(HostPort(parsing: address))
         try #require(hostPort.host == "127.0.0.1", "\(address)")
-        try await offThePool { try Self.connectAndLeave(port: hostPort.port) }
+        // Connected and closed on one thread, with nothing between the two: a connection made and closed by tasks
+        // of a starved test runner stayed open past the node's 10 s handshake timeout, and the node rightly logged
+        // a handshake that timed out instead of one the peer left.
+        try await offThePool { try LoopbackSocket.connectAndClose(port: hostPort.port) }
         step = "waiting for the log line (closed after \(ContinuousClock.now - started))"
         // Within the suite's time limit, so that the node's log says how it took the close instead (one full run
         // waited out the limit here).
@@ -112,25 +115,6 @@ import TokenetTransport
         let log = try await node.waitForExit(limit: 60).stderr
         finished = true
         #expect(!log.contains("handshake refused"), "\(log)")
-    }
-
-    /// Connects to 127.0.0.1:`port` and closes at once, on the calling thread, with nothing between the two: a
-    /// connection made and closed by tasks of a starved test runner stayed open past the node's 10 s handshake
-    /// timeout, and the node rightly logged a handshake that timed out instead of one the peer left.
-    private static func connectAndLeave(port: UInt16) throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED) }
     }
 
     /// Where the node listens, once its ready file says so.

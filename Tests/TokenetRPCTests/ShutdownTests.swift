@@ -290,13 +290,9 @@ private final class StallingStream: ByteStream {
 /// link: a write is in progress until the test lets it complete. (Writes that took 200 ms each were over before a
 /// test starved of its turn looked for one in progress.)
 private final class HeldWritingStream: ByteStream {
-    private struct Gate {
-        var held = false
-        var waiting: [CheckedContinuation<Void, Never>] = []
-    }
-
     private let base: InMemoryByteStream
-    private let gate = Mutex(Gate())
+    /// Set by `hold()`: writes wait for it to open.
+    private let gate = Mutex<CancelStormTests.Gate?>(nil)
     private let writes = Atomic<Int>(0)
 
     init(_ base: InMemoryByteStream) { self.base = base }
@@ -304,16 +300,9 @@ private final class HeldWritingStream: ByteStream {
     var peerIdentity: PeerIdentity? { base.peerIdentity }
     var isWriting: Bool { writes.load(ordering: .acquiring) > 0 }
 
-    func hold() { gate.withLock { $0.held = true } }
+    func hold() { gate.withLock { $0 = CancelStormTests.Gate() } }
 
-    func release() {
-        let waiting = gate.withLock { gate in
-            gate.held = false
-            defer { gate.waiting = [] }
-            return gate.waiting
-        }
-        for continuation in waiting { continuation.resume() }
-    }
+    func release() { gate.withLock { $0 }?.open() }
 
     func read() async throws -> [UInt8]? { try await base.read() }
 
@@ -322,13 +311,7 @@ private final class HeldWritingStream: ByteStream {
     func write(_ bytes: [UInt8]) async throws {
         writes.add(1, ordering: .acquiringAndReleasing)
         defer { writes.subtract(1, ordering: .acquiringAndReleasing) }
-        await withCheckedContinuation { continuation in
-            let wait = gate.withLock { gate in
-                if gate.held { gate.waiting.append(continuation) }
-                return gate.held
-            }
-            if !wait { continuation.resume() }
-        }
+        if let gate = gate.withLock({ $0 }) { await gate.wait() }
         try await base.write(bytes)
     }
 

@@ -59,16 +59,9 @@ private func bindLoopback(_ port: UInt16) throws -> UInt16 {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
     defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-            bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
-        }
+    let (bound, boundPort) = LoopbackSocket.withAddress(port: port) { address, length in
+        bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
     }
     guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-    return UInt16(bigEndian: address.sin_port)
+    return boundPort
 }

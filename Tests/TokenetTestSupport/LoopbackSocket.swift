@@ -1,0 +1,29 @@
+import Foundation
+
+/// Plain POSIX sockets on 127.0.0.1, for tests that need a port or a connection with nothing of Tokenet's in between.
+public enum LoopbackSocket {
+    /// Calls `body` with 127.0.0.1:`port` as the generic address `bind`, `connect` and `getsockname` take, and its
+    /// length; returns what `body` returns and the address as `body` left it (`getsockname` fills in the port).
+    public static func withAddress<T>(
+        port: UInt16, _ body: (UnsafeMutablePointer<sockaddr>, inout socklen_t) -> T
+    ) -> (result: T, port: UInt16) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, &length) }
+        }
+        return (result, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Connects to 127.0.0.1:`port` and closes at once, on the calling thread, with nothing run between the two.
+    public static func connectAndClose(port: UInt16) throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        defer { close(descriptor) }
+        let (connected, _) = withAddress(port: port) { address, length in connect(descriptor, address, length) == 0 }
+        guard connected else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED) }
+    }
+}
