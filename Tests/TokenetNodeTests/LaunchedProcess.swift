@@ -75,9 +75,11 @@ final class LaunchedProcess: @unchecked Sendable {
     }
 
     /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails the test (its
-    /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite.
+    /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite. It is killed with its process
+    /// group (its own): the nodes the live dissector check's script starts outlived the script killed alone.
     func waitForExit(limit: Double = 120) throws -> ProcessResult {
-        let termination = process.waitUntilExit(killingAfter: limit)
+        if !process.waitForExit(seconds: limit), !process.sendToGroup(SIGKILL) { process.send(SIGKILL) }
+        let termination = process.waitUntilExit()
         return ProcessResult(
             status: termination.status, reason: termination.reason,
             stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
