@@ -56,10 +56,24 @@ public final class RPCClient: Sendable {
     private let runner: Task<Void, Never>
 
     /// Starts a client connection over `stream`; it runs until `close()` or until the peer goes away.
-    public init(
+    public convenience init(
         stream: any ByteStream,
         settings: ConnectionSettings = .defaults,
         timers: ConnectionTimers = ConnectionTimers()
+    ) {
+        self.init(stream: stream, settings: settings, timers: timers, runningOn: nil)
+    }
+
+    /// `runningOn` is where the connection's own tasks (its writer, its timers) run: the global executor when nil.
+    ///
+    /// The stream is read from here on, on its event loop, before those tasks have a thread: a process whose
+    /// cooperative pool is busy (a test runner whose few threads wait for commands) still reads the server's hello
+    /// and answers its pings. Read only once `run()` got a thread, such a client lost its connection to the server's
+    /// keepalive ("no answer to keepalive ping") after 50 s of holding a call it could not send: a call waits for
+    /// the server's hello, which nothing read.
+    init(
+        stream: any ByteStream, settings: ConnectionSettings, timers: ConnectionTimers,
+        runningOn executor: (any TaskExecutor)?
     ) {
         let connection = RPCConnection(
             stream: stream,
@@ -68,8 +82,9 @@ public final class RPCClient: Sendable {
             timers: timers,
             handler: nil
         )
+        connection.startReceivingEarly()
         self.connection = connection
-        self.runner = Task { await connection.run() }
+        self.runner = Task(executorPreference: executor) { await connection.run() }
     }
 
     deinit {

@@ -12,6 +12,14 @@ extension RPCConnection {
         return stream.receive { [self] result in self.received(result) }
     }
 
+    /// Starts push-mode reading now rather than when `run()` gets a thread (see `RPCClient.init`). Frames read
+    /// meanwhile are handled as `run()` would handle them: a pong leaves from the loop (`scheduleLoopFlush`), and
+    /// the end of the stream closes the connection, which `run()` then finds ended.
+    func startReceivingEarly() {
+        let push = startReceiving()
+        core.withLock { $0.pushReceiving = push }
+    }
+
     /// Returns once push-mode reading has ended (end of stream, error, or the connection closing).
     func readingHasEnded() async {
         await withCheckedContinuation { continuation in

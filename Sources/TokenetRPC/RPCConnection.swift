@@ -95,7 +95,9 @@ final class RPCConnection: Sendable {
         var loopFlushDeferred = false
         /// Set while a caller encodes frames it will flush itself, so the writer task is not woken for them.
         var callerFlushes = false
-        /// Push-mode reading (`ByteStream.receive`): the decoder, and whether and how reading ended.
+        /// Push-mode reading (`ByteStream.receive`): whether it was started before `run()` (`startReceivingEarly`;
+        /// nil when not), the decoder, and whether and how reading ended.
+        var pushReceiving: Bool?
         var decoder: FrameDecoder?
         var readingDone = false
         var readingEnded: CheckedContinuation<Void, Never>?
@@ -191,7 +193,7 @@ final class RPCConnection: Sendable {
             group.addTask { await self.writeLoop() }
             // Cancelled as soon as reading ends, so a long keepalive interval never delays the close.
             let timer = timers.isEnabled ? Task { await self.timerLoop() } : nil
-            if startReceiving() {
+            if core.withLock({ $0.pushReceiving }) ?? startReceiving() {
                 await self.readingHasEnded()
             } else {
                 await self.readLoop()

@@ -28,13 +28,16 @@ import TokenetWire
     /// A reader that stops early (`tokenet decode big.bin | head -1`) ends the decoding, with exit status 0: the
     /// frames nobody would read are not decoded (a 64 MiB input kept a CPU busy for minutes after `head` returned).
     @Test(.timeLimit(.minutes(3))) func decodingStopsWhenNobodyReadsItsOutput() async throws {
-        // Two million small frames (16 MB), which take minutes to decode in a debug build.
-        let frame = try FrameEncoder().encode(WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())))
+        // Two million small frames (2^21, 16 MB), which take minutes to decode in a debug build. Doubled rather than
+        // joined from two million arrays: joining them, in a debug build, held a thread of the test runner's pool for
+        // over a minute, and with another test blocking the other thread no test of the run could go on.
+        var frames = try FrameEncoder().encode(WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())))
+        for _ in 0..<21 { frames += frames }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-test-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("frames.bin")
-        try Data(Array([[UInt8]](repeating: frame, count: 2_000_000).joined())).write(to: file)
+        try Data(frames).write(to: file)
         let process = try SpawnedProcess(
             try BuiltExecutables.url(of: "tokenet").path, ["decode", file.path], standardInput: .nullDevice,
             standardOutput: .pipe, standardError: .nullDevice)

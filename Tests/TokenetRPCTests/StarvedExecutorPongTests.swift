@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TokenetTestSupport
 import TokenetTransport
+import TokenetWire
 
 @testable import TokenetRPC
 
@@ -11,6 +12,9 @@ import TokenetTransport
 /// blocked by commands it waits for) lost connections for pings its loop had read and answered at once: the pong
 /// waited behind the writer task's last write, which only that task, once it ran again, marked done.
 @Suite(.timeLimit(.minutes(3))) struct StarvedExecutorPongTests {
+    typealias Scalars = TestingV1.Scalars
+    typealias Echo = InMemoryCallTests.Echo
+
     /// The server's end of a plaintext connection that, once its first bytes (the server's hello) are handed over,
     /// holds `executor` (standing for the cooperative pool) until `release()`.
     final class HoldingAfterFirstWrite: ByteStream {
@@ -116,5 +120,56 @@ import TokenetTransport
         server.shutdown()
         await listener.close()
         serving.cancel()
+    }
+
+    /// A client whose own tasks have no thread yet (a test runner whose pool waits for commands) reads the server's
+    /// hello and answers its pings from the moment it exists. Read only once its `run()` got a thread, it lost the
+    /// connection to the server's keepalive while its first call waited for the hello that nothing read.
+    @Test func aClientAnswersPingsBeforeItsTasksGetAThread() async throws {
+        let serverLoop = try EventLoop(name: "early-server-io")
+        let executor = try EventLoop(name: "early-client-tasks")
+        let clientLoop = try EventLoop(name: "early-client-io")
+        defer {
+            serverLoop.shutdown()
+            executor.shutdown()
+            clientLoop.shutdown()
+        }
+        let listener = try await PlainListener.bind(on: serverLoop)
+        // The server pings every 200 ms and gives up on a ping unanswered for 2 s.
+        let server = RPCServer(
+            router: InMemoryCallTests.echoRouter,
+            timers: ConnectionTimers(keepaliveInterval: .milliseconds(200), keepaliveTimeout: .seconds(2)))
+        let serving = Task { await server.serve(listener: listener) }
+        defer {
+            server.shutdown()
+            serving.cancel()
+        }
+        let held = DispatchSemaphore(value: 0)
+        let holding = DispatchSemaphore(value: 0)
+        _ = executor.execute {
+            holding.signal()
+            held.wait()
+        }
+        let released = Atomic<Bool>(false)
+        let release = { if !released.exchange(true, ordering: .acquiringAndReleasing) { held.signal() } }
+        defer { release() }
+        try #require(try await offThePool { holding.wait(timeout: .now() + 60) == .success })
+
+        let client = RPCClient(
+            stream: try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: clientLoop),
+            settings: .defaults, timers: ConnectionTimers(), runningOn: executor)
+        // A call opened now waits for the server's hello (its task runs here, not on the held executor).
+        let call = Task { try await client.unary(Echo.unary, Scalars(fInt32: 1)) }
+        // Long enough for the server's keepalive to give up twice over were the pings left unread.
+        try await Task.sleep(for: .seconds(5))
+        let problem = client.connection.core.withLock { $0.problem }
+        #expect(problem == nil, "\(problem ?? "")")
+        #expect(server.connectionCount == 1, "the server closed the connection")
+
+        release()
+        #expect(try await call.value == Scalars(fInt32: 2))
+        #expect(try await client.unary(Echo.unary, Scalars(fInt32: 7)) == Scalars(fInt32: 8))
+        await client.close()
+        await listener.close()
     }
 }

@@ -38,9 +38,6 @@ import TokenetWire
                     "--listen", "127.0.0.1:\(listenPort)", "--cert", pem("tsp.pem"), "--key", pem("tsp.key"), "--ca",
                     pem("ca.pem"),
                     "--issuer", "127.0.0.1:\(issuerPort)", "--data-dir", dataDirectory, "--ready-file", ready,
-                    // A loaded test runner's connections lost pings' answers for over the default 20 s, cause not
-                    // yet found (pongs no longer wait for the process's pool): these tests are not about keepalive.
-                    "--keepalive-timeout", "120",
                 ],
                 standardInput: .nullDevice, standardOutput: .nullDevice,
                 standardError: .descriptor(handle.fileDescriptor))
