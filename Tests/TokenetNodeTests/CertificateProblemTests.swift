@@ -13,26 +13,31 @@ import TokenetTransport
 @Suite(.timeLimit(.minutes(3))) struct CertificateProblemTests {
     let pki = DevelopmentPKI.shared
 
-    /// Runs openssl with `arguments` in `directory`.
-    static func openssl(_ arguments: [String], in directory: TemporaryDirectory) throws {
-        let process = try SpawnedProcess(
-            "/usr/bin/openssl", arguments, workingDirectory: directory.url.path, standardInput: .nullDevice,
-            standardOutput: .nullDevice, standardError: .nullDevice)
-        process.waitUntilExit(killingAfter: 60)
-        try #require(process.termination?.status == 0, "openssl \(arguments.joined(separator: " "))")
+    /// Runs openssl with `arguments` in `directory`, waiting off the cooperative pool (`offThePool`).
+    static func openssl(_ arguments: [String], in directory: TemporaryDirectory) async throws {
+        let workingDirectory = directory.url.path
+        let status = try await offThePool {
+            let process = try SpawnedProcess(
+                "/usr/bin/openssl", arguments, workingDirectory: workingDirectory, standardInput: .nullDevice,
+                standardOutput: .nullDevice, standardError: .nullDevice)
+            return process.waitUntilExit(killingAfter: 60).status
+        }
+        try #require(status == 0, "openssl \(arguments.joined(separator: " "))")
     }
 
     /// A `tokenet://tsp/tsp-1` certificate signed by the development CA with `extensions` (an openssl extfile). Its
     /// serial file is its own: `-CAcreateserial` alone writes `ca.srl` beside the shared CA, and two tests signing at
     /// once failed one of them.
-    func certificate(_ name: String, bits: Int = 2048, extensions: String, in directory: TemporaryDirectory) throws {
+    func certificate(_ name: String, bits: Int = 2048, extensions: String, in directory: TemporaryDirectory)
+        async throws
+    {
         try extensions.write(toFile: directory.path("\(name).ext"), atomically: true, encoding: .utf8)
-        try Self.openssl(
+        try await Self.openssl(
             [
                 "req", "-new", "-newkey", "rsa:\(bits)", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr",
                 "-subj", "/CN=tsp-1",
             ], in: directory)
-        try Self.openssl(
+        try await Self.openssl(
             [
                 "x509", "-req", "-in", "\(name).csr", "-CA", pki.path("ca.pem"), "-CAkey", pki.path("ca.key"),
                 "-CAcreateserial", "-CAserial", "\(name).srl", "-days", "2", "-out", "\(name).pem", "-extfile",
@@ -43,7 +48,7 @@ import TokenetTransport
     /// A node refuses to start with it: every peer that connects would refuse it.
     @Test func aNodeCertificateMadeForClientsOnlyIsRefusedAtStart() async throws {
         let data = try TemporaryDirectory()
-        try certificate(
+        try await certificate(
             "client-only", extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\nextendedKeyUsage=clientAuth\n", in: data
         )
         let result = try await LaunchedProcess.run(
@@ -77,7 +82,7 @@ import TokenetTransport
         async throws
     {
         let data = try TemporaryDirectory()
-        try certificate(name, extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\n" + extensions, in: data)
+        try await certificate(name, extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\n" + extensions, in: data)
         let result = try await LaunchedProcess.run(
             "tsp-node",
             [
@@ -91,7 +96,7 @@ import TokenetTransport
     /// The CLI, against a server that serves one anyway, names it too.
     @Test func aServerCertificateMadeForClientsOnlyIsNamedSoByTheCLI() async throws {
         let data = try TemporaryDirectory()
-        try certificate(
+        try await certificate(
             "client-only", extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\nextendedKeyUsage=clientAuth\n", in: data
         )
         var router = RPCRouter()
@@ -116,7 +121,7 @@ import TokenetTransport
     /// CLI names it before it connects.
     @Test func aClientCertificateMadeForServersOnlyIsNamedSoByTheCLI() async throws {
         let data = try TemporaryDirectory()
-        try certificate(
+        try await certificate(
             "server-only", extensions: "subjectAltName=URI:tokenet://operator/ops\nextendedKeyUsage=serverAuth\n",
             in: data)
         let result = try await runTokenet([
@@ -156,7 +161,7 @@ import TokenetTransport
 
     @Test func anRSA1024CertificateIsTooWeakNotDamaged() async throws {
         let data = try TemporaryDirectory()
-        try certificate("weak", bits: 1024, extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\n", in: data)
+        try await certificate("weak", bits: 1024, extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\n", in: data)
         let result = try await LaunchedProcess.run(
             "tsp-node",
             [

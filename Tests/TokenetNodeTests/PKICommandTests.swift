@@ -43,9 +43,10 @@ import TokenetTransport
         #expect(anew.stdout.contains("created \(pki)/wallet-2.pem (signed again by the new CA)"), "\(anew.stdout)")
         for name in ["tsp", "issuer", "wallet", "operator", "wallet-2"] {
             #expect(
-                try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/\(name).pem"]).status == 0, "\(name)")
+                try await Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/\(name).pem"]).status == 0,
+                "\(name)")
         }
-        let names = try Self.openssl(["x509", "-in", "\(pki)/wallet-2.pem", "-noout", "-ext", "subjectAltName"])
+        let names = try await Self.openssl(["x509", "-in", "\(pki)/wallet-2.pem", "-noout", "-ext", "subjectAltName"])
         #expect(names.output.contains("URI:tokenet://wallet/wallet-2, DNS:localhost, IP Address:127.0.0.1"), "\(names)")
 
         let other = directory.path("other")
@@ -60,7 +61,7 @@ import TokenetTransport
             repaired.stdout.contains("created \(pki)/wallet-2.pem (the one there was signed by an earlier CA, had "),
             "\(repaired.stdout)")
         #expect(!repaired.stdout.contains("created \(pki)/tsp.pem"), "\(repaired.stdout)")
-        #expect(try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/wallet-2.pem"]).status == 0)
+        #expect(try await Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/wallet-2.pem"]).status == 0)
     }
 
     /// Only Tokenet's certificates are signed again: another certificate in DIR, with its key, is left as it was
@@ -110,7 +111,7 @@ import TokenetTransport
         let directory = try TemporaryDirectory()
         let pki = directory.path("pki")
         #expect(try await runTokenet(["pki", "init", pki]).status == 0)
-        let web = try Self.openssl([
+        let web = try await Self.openssl([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
             "\(pki)/web.key", "-out", "\(pki)/web.pem", "-days", "30", "-subj", "/CN=my-web-server/O=Acme",
         ])
@@ -132,8 +133,8 @@ import TokenetTransport
         #expect(
             again.stdout.contains("created \(pki)/bank-2.pem (the one there was signed by an earlier CA"),
             "\(again.stdout)")
-        #expect(try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/bank-2.pem"]).status == 0)
-        let names = try Self.openssl(["x509", "-in", "\(pki)/bank-2.pem", "-noout", "-ext", "subjectAltName"])
+        #expect(try await Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/bank-2.pem"]).status == 0)
+        let names = try await Self.openssl(["x509", "-in", "\(pki)/bank-2.pem", "-noout", "-ext", "subjectAltName"])
         #expect(names.output.contains("URI:tokenet://issuer/bank-2"), "\(names.output)")
         #expect(
             again.stderr.contains("\(pki)/orphan.pem is not signed by \(pki)/ca.pem and has no orphan.key beside it"),
@@ -163,24 +164,27 @@ import TokenetTransport
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(pki)/web.pem")) == foreign)
     }
 
-    static func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        try run("/usr/bin/openssl", arguments)
+    static func openssl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await run("/usr/bin/openssl", arguments)
     }
 
-    static func genCerts(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        try run(PackageRoot.url.appendingPathComponent("Tools/gen-certs").path, arguments)
+    static func genCerts(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await run(PackageRoot.url.appendingPathComponent("Tools/gen-certs").path, arguments)
     }
 
     /// Runs `executable` with SpawnedProcess, as the other tests do: Foundation's `Process` crashed a full parallel
     /// run inside `Process.run()`. Its output and errors are short (a few lines), so reading one pipe to its end
-    /// before the other cannot fill the second.
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = try SpawnedProcess(
-            executable, arguments, standardInput: .nullDevice, standardOutput: .pipe, standardError: .pipe)
-        let output = process.standardOutput?.readDataToEndOfFile() ?? Data()
-        let errors = process.standardError?.readDataToEndOfFile() ?? Data()
-        let termination = process.waitUntilExit(killingAfter: 120)
-        return (termination.status, String(decoding: output + errors, as: UTF8.self))
+    /// before the other cannot fill the second. Waited for off the cooperative pool (`offThePool`): a test that
+    /// waits on one of its few threads holds every other test back meanwhile.
+    static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await offThePool {
+            let process = try SpawnedProcess(
+                executable, arguments, standardInput: .nullDevice, standardOutput: .pipe, standardError: .pipe)
+            let output = process.standardOutput?.readDataToEndOfFile() ?? Data()
+            let errors = process.standardError?.readDataToEndOfFile() ?? Data()
+            let termination = process.waitUntilExit(killingAfter: 120)
+            return (termination.status, String(decoding: output + errors, as: UTF8.self))
+        }
     }
 
     /// gen-certs' test options asked of a DIR they cannot apply to: `--untrusted` for a DIR holding the development
@@ -189,23 +193,23 @@ import TokenetTransport
     @Test func testOptionsThatCannotApplyToTheDirectoryAreRefused() async throws {
         let directory = try TemporaryDirectory()
         let pki = directory.path("pki")
-        #expect(try Self.genCerts(["--node", "wallet/w2", pki]).status == 0)
-        let untrusted = try Self.genCerts(["--untrusted", pki])
+        #expect(try await Self.genCerts(["--node", "wallet/w2", pki]).status == 0)
+        let untrusted = try await Self.genCerts(["--untrusted", pki])
         #expect(untrusted.status == 1)
         #expect(
             untrusted.output.contains(
                 "--untrusted makes a new CA, but \(pki) already holds one (CN=Tokenet Development CA,O=Tokenet)"),
             "\(untrusted.output)")
-        let named = try Self.genCerts(["--no-uri-san", "w2", pki])
+        let named = try await Self.genCerts(["--no-uri-san", "w2", pki])
         #expect(named.status == 1)
         #expect(named.output.contains("\(pki)/w2.pem carries a tokenet:// name"), "\(named.output)")
-        #expect(try Self.genCerts(["--no-uri-san", "tsp", pki]).status == 2)
+        #expect(try await Self.genCerts(["--no-uri-san", "tsp", pki]).status == 2)
         // What they can apply to is still made, and kept when asked again.
-        #expect(try Self.genCerts(["--no-uri-san", "plain", pki]).status == 0)
-        #expect(try Self.genCerts(["--no-uri-san", "plain", pki]).status == 0)
+        #expect(try await Self.genCerts(["--no-uri-san", "plain", pki]).status == 0)
+        #expect(try await Self.genCerts(["--no-uri-san", "plain", pki]).status == 0)
         let other = directory.path("other")
-        #expect(try Self.genCerts(["--untrusted", other]).status == 0)
-        #expect(try Self.genCerts(["--untrusted", other]).status == 0)
+        #expect(try await Self.genCerts(["--untrusted", other]).status == 0)
+        #expect(try await Self.genCerts(["--untrusted", other]).status == 0)
     }
 
     /// A DIR holding half a CA (its key lost) was given a new CA, and every certificate not named in that run stayed

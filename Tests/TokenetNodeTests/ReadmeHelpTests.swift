@@ -24,8 +24,8 @@ import TokenetTestSupport
         ("issuer-node", ["--help"]),
         ("wallet-node", ["--help"]),
     ])
-    func theReadmeShowsTheCurrentHelp(program: String, arguments: [String]) throws {
-        let result = try LaunchedProcess.run(program, arguments)
+    func theReadmeShowsTheCurrentHelp(program: String, arguments: [String]) async throws {
+        let result = try await LaunchedProcess.run(program, arguments)
         #expect(result.status == 0)
         let help = result.stdout.trimmingCharacters(in: .newlines)
         #expect(!help.isEmpty)
@@ -35,8 +35,8 @@ import TokenetTestSupport
     /// The README shows the benchmarks' command lines rather than their whole help; each option the help lists
     /// still belongs on the README's line, or a reader never learns of it (`--data-dir` was missing).
     @Test(arguments: ["tokenet-broker-bench"])
-    func theReadmesCommandLineHasEveryOption(program: String) throws {
-        let help = try LaunchedProcess.run(program, ["--help"])
+    func theReadmesCommandLineHasEveryOption(program: String) async throws {
+        let help = try await LaunchedProcess.run(program, ["--help"])
         #expect(help.status == 0)
         let options = Set(help.stdout.matches(of: /--[a-z][a-z-]*/).map { String($0.output) })
         #expect(options.count > 1, "\(program) --help lists no options:\n\(help.stdout)")
