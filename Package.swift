@@ -113,7 +113,8 @@ let package = Package(
         .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage", "TokenetTestSupport"]),
         .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard", "TokenetTransport"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport", "TokenetTestSupport"]),
-        .testTarget(name: "TokenetFaultsTests", dependencies: ["TokenetFaults", "TokenetTransport"]),
+        .testTarget(
+            name: "TokenetFaultsTests", dependencies: ["TokenetFaults", "TokenetTransport", "TokenetTestSupport"]),
         .testTarget(name: "TokenetScenarioTests", dependencies: ["TokenetScenario", "TokenetWire", "TokenetFaults"]),
         .testTarget(
             name: "TokenetNodeTests",

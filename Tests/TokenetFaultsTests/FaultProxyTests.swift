@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TokenetFaults
+import TokenetTestSupport
 import TokenetTransport
 
 /// The proxy over real TCP on loopback, between a client and a server of plain connections.
@@ -496,12 +497,9 @@ import TokenetTransport
 
     @Test func anUnreachableUpstreamClosesTheClient() async throws {
         let loop = try EventLoop(name: "test-fault-proxy-unreachable")
-        let closedPort = try await {
-            let listener = try await PlainListener.bind(on: loop)
-            await listener.close()
-            return listener.port
-        }()
-        let proxy = try await FaultProxy.bind(upstreamHost: "127.0.0.1", upstreamPort: closedPort, on: loop)
+        let refusing = try LoopbackSocket.RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let proxy = try await FaultProxy.bind(upstreamHost: "127.0.0.1", upstreamPort: refusing.port, on: loop)
         let proxying = Task { await proxy.serve() }
         let client = try await PlainConnection.connect(host: "127.0.0.1", port: proxy.port, on: loop)
         #expect(await Self.read(1, from: client, within: .seconds(120)) == [])

@@ -26,4 +26,28 @@ public enum LoopbackSocket {
         let (connected, _) = withAddress(port: port) { address, length in connect(descriptor, address, length) == 0 }
         guard connected else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED) }
     }
+
+    /// A port of 127.0.0.1 that refuses connections for as long as this lives: a socket bound to it that does not
+    /// listen. No other socket can take the port meanwhile, as one can take the port of a listener that was closed
+    /// (an "unreachable" upstream made that way was once another test's server, which answered).
+    public final class RefusingPort: Sendable {
+        public let port: UInt16
+        private let descriptor: Int32
+
+        public init() throws {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+            let (bound, port) = LoopbackSocket.withAddress(port: 0) { address, length in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+            guard bound else {
+                close(descriptor)
+                throw POSIXError(.EADDRNOTAVAIL)
+            }
+            self.descriptor = descriptor
+            self.port = port
+        }
+
+        deinit { close(descriptor) }
+    }
 }
