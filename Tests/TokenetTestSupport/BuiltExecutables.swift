@@ -56,12 +56,5 @@ public func freeLoopbackPort() throws -> UInt16 {
 
 /// Binds 127.0.0.1:`port` (0 for any), closes at once and returns the port that was bound.
 private func bindLoopback(_ port: UInt16) throws -> UInt16 {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-    defer { close(descriptor) }
-    let (bound, boundPort) = LoopbackSocket.withAddress(port: port) { address, length in
-        bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-    }
-    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-    return boundPort
+    try LoopbackSocket.RefusingPort(port: port).port
 }

@@ -34,10 +34,11 @@ public enum LoopbackSocket {
         public let port: UInt16
         private let descriptor: Int32
 
-        public init() throws {
+        /// Binds `port`, or any free port for 0.
+        public init(port: UInt16 = 0) throws {
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-            let (bound, port) = LoopbackSocket.withAddress(port: 0) { address, length in
+            let (bound, port) = LoopbackSocket.withAddress(port: port) { address, length in
                 bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
             }
             guard bound else {
