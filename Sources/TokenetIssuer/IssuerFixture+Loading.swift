@@ -111,6 +111,8 @@ extension IssuerFixture {
     /// to decline.
     static let maxNameLength = 100
     static let maxContactLength = 254
+    /// The most digits a phone number has (E.164: country code and national number together).
+    static let maxPhoneDigits = 15
     static let maxReasonLength = 500
     static let maxAppTextLength = 256
 
@@ -192,8 +194,23 @@ extension IssuerFixture {
             guard !IdentifierRules.holdsCardNumber(identifier: holder.name) else {
                 throw fail(entry, "\"name\" holds a card number, which the parties would show in full")
             }
-            guard holder.phone.filter(\.isNumber).count >= 4 else {
-                throw fail(entry, "\"phone\" needs at least four digits")
+            // The contact fields are stored as they are: no card number in them either. (The phone is checked below
+            // by its digits: a phone number of 13 to 15 digits in groups reads as one to `holdsCardNumber`.)
+            guard !IdentifierRules.holdsCardNumber(identifier: holder.email) else {
+                throw fail(entry, "\"email\" holds a card number, which the issuer would store in the clear")
+            }
+            let phoneDigits = String(holder.phone.filter(\.isNumber))
+            guard phoneDigits.count >= 4 else { throw fail(entry, "\"phone\" needs at least four digits") }
+            // Card numbers of 16 to 19 digits are longer than any phone number; one of 13 to 15 is refused when its
+            // digits make a valid card number of a scheme the TSP takes.
+            guard phoneDigits.count <= Self.maxPhoneDigits else {
+                throw fail(
+                    entry,
+                    "\"phone\" has \(phoneDigits.count) digits; a phone number has at most \(Self.maxPhoneDigits) (E.164)"
+                )
+            }
+            if let number = try? PAN(phoneDigits), number.scheme.isEligible {
+                throw fail(entry, "\"phone\" holds a card number, which the issuer would store in the clear")
             }
             guard Masking.email(holder.email) != nil else { throw fail(entry, "\"email\" is not an email address") }
         }

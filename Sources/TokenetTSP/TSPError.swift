@@ -113,7 +113,8 @@ struct Described: Error, Sendable, CustomStringConvertible {
 
 extension TSPError {
     /// NOT_FOUND for a digital card id the TSP has no token for. A wallet's or an issuer's card reference given in
-    /// its place (`card-1`, `card-visa-approve`) is said to be one, with where the digital card id is shown.
+    /// its place (`card-1`, `card-visa-approve`) is said to be one, with where the digital card id is shown; so is a
+    /// card number.
     static func unknownToken(_ digitalCardID: String) -> TSPError {
         var message = "no token has digital card id \"\(digitalCardID)\""
         if digitalCardID.lowercased().hasPrefix("card-") {
@@ -121,6 +122,11 @@ extension TSPError {
                 "; \(digitalCardID) is a wallet's or an issuer's card reference: the TSP names a token by its digital "
                 + "card id (DNITHE… or DWSPMC…), which tokenet tsp tokens lists and tokenet wallet cards shows as "
                 + "DIGITAL CARD"
+        } else if (try? PAN(digitalCardID)) != nil {
+            // Masked on its way out, as every status message of a node is.
+            message +=
+                "; that is a card number: the TSP names a token by its digital card id (DNITHE… or DWSPMC…), which "
+                + "tokenet tsp tokens lists (tokenet tsp tokens --issuer ID for one issuer's)"
         }
         return TSPError(.notFound, message)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetCard
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -26,6 +27,7 @@ enum CallCommand {
                         + "(it had not ended)"))
         }
         let requests = try JSONTexts.split(text)
+        if options.transport == .plaintext { try refuseCardNumbersInTheClear(requests) }
         return try InspectSession.run(options) { session in
             guard let target = try await CallTarget.resolve(path, session: session) else {
                 return try await probe(path, session: session)
@@ -211,6 +213,41 @@ enum CallCommand {
             }
         }
         return requests
+    }
+
+    /// Over `--plaintext`, a request that holds a card number is refused before anything is sent: it would cross the
+    /// network unencrypted, and every method that takes a card number answers only a client certificate.
+    static func refuseCardNumbersInTheClear(_ texts: [String]) throws(CLIError) {
+        for (index, text) in texts.enumerated() where holdsCardNumber(text) {
+            let position = texts.count > 1 ? " \(index + 1)" : ""
+            throw CLIError(
+                .usage,
+                "call: request\(position) holds a card number, and --plaintext would send it unencrypted; drop "
+                    + "--plaintext to call over mutual TLS")
+        }
+    }
+
+    /// Whether `text` holds a card number of a scheme the TSP takes: 13 to 19 digits with a correct check digit,
+    /// written together or in groups split by single spaces or hyphens, as a person types one. Stricter than the
+    /// logs' masking (`maskPAN`), which hides any long run of digits: a request that holds a large number (a
+    /// uint64, a time in milliseconds) is no card data, and goes.
+    static func holdsCardNumber(_ text: String) -> Bool {
+        var digits = ""
+        var afterSeparator = false
+        func isCardNumber() -> Bool { (try? PAN(digits))?.scheme.isEligible ?? false }
+        for scalar in text.unicodeScalars {
+            if ("0"..."9").contains(scalar) {
+                digits.unicodeScalars.append(scalar)
+                afterSeparator = false
+            } else if scalar == " " || scalar == "-", !digits.isEmpty, !afterSeparator {
+                afterSeparator = true
+            } else {
+                if isCardNumber() { return true }
+                digits = ""
+                afterSeparator = false
+            }
+        }
+        return isCardNumber()
     }
 
     /// Refuses an encoded request larger than a Tokenet node takes (the smaller of its frame size, less room for the

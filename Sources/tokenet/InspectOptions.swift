@@ -88,6 +88,8 @@ struct InspectOptions: Sendable {
         of: "  --plaintext          Connect without TLS, to a node started with --plaintext.\n",
         with: "  --plaintext          Connect without TLS, to a node started with --plaintext, which refuses these\n"
             + "                       commands (PERMISSION_DENIED): it takes them only from a client certificate.\n"
+            + "                       A command that would send a card number, CVC, PIN or code is refused\n"
+            + "                       before it sends it.\n"
     ).replacingOccurrences(
         of: "(default:\n                       none).",
         with: "(default:\n                       \(PartySession.defaultDeadline.components.seconds)s).")
@@ -242,7 +244,9 @@ struct InspectOptions: Sendable {
                     .usage,
                     "\(command): mutual TLS needs --cacert, --cert and --key (or \(Self.environmentCA), "
                         + "\(Self.environmentCertificate), \(Self.environmentKey)); missing "
-                        + missing.joined(separator: ", "))
+                        + missing.joined(separator: ", ")
+                        // Where a person who started a sandbox finds them: the variables are in a file of its own.
+                        + (missing.count == 3 ? " (for a sandbox of tokenet up, source DIR/sandbox.env first)" : ""))
             }
             transport = .mutualTLS(TLSFiles(caFile: caFile, certificateFile: certificateFile, keyFile: keyFile))
         }

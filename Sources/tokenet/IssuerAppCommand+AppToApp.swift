@@ -16,7 +16,7 @@ extension IssuerAppCommand {
             throw CLIError(.usage, "\(command): give --pin PIN or --deny (one of them)")
         }
         let request = IssuerV1.AuthorizeAppSessionRequest(
-            sessionID: sessionID, pin: try flags.secret("--pin", connectingWith: options) ?? "", deny: deny)
+            sessionID: sessionID, pin: try flags.secret("--pin", sentWith: options) ?? "", deny: deny)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

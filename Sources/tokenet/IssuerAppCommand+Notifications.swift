@@ -63,7 +63,7 @@ extension IssuerAppCommand {
                     ? "\(command): --proceed needs the app's --pin: proceeding authenticates the payment"
                     : "\(command): --cancel takes no --pin")
         }
-        let pin = try flags.secret("--pin", connectingWith: options) ?? ""
+        let pin = try flags.secret("--pin", sentWith: options) ?? ""
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

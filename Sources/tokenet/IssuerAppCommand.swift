@@ -67,10 +67,10 @@ enum IssuerAppCommand {
                 "\(command): --link carries the code and the reference; give --link, or --code and --ref, not both")
         }
         let request = IssuerV1.AppActivateRequest(
-            activationCode: try flags.secret("--code", connectingWith: options) ?? "",
+            activationCode: try flags.secret("--code", sentWith: options) ?? "",
             referenceID: flags["--ref"] ?? "",
             displayName: flags["--name"] ?? "",
-            pin: try flags.secret("--pin", connectingWith: options) ?? "", link: link)
+            pin: try flags.secret("--pin", sentWith: options) ?? "", link: link)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
@@ -112,7 +112,7 @@ enum IssuerAppCommand {
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["USER"])
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         let request = IssuerV1.ActivateLinkedRequest(
-            userID: user, pin: try flags.secret("--pin", connectingWith: options) ?? "")
+            userID: user, pin: try flags.secret("--pin", sentWith: options) ?? "")
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
@@ -132,7 +132,7 @@ enum IssuerAppCommand {
     static let login = PartyAction(name: "login", valued: ["--pin"]) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1, named: ["USER"])
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
-        guard let pin = try flags.secret("--pin", connectingWith: options) else {
+        guard let pin = try flags.secret("--pin", sentWith: options) else {
             throw CLIError(.usage, "\(command): --pin is required")
         }
         return try PartySession.run(
@@ -153,7 +153,7 @@ enum IssuerAppCommand {
         let options = try InspectOptions(
             parsing: flags.rest, command: command, operands: 0...2, named: ["USER", "ACCOUNT"])
         guard options.operands.count == 2 else { throw CLIError(.usage, "\(command): expected USER ACCOUNT") }
-        guard let pin = try flags.secret("--pin", connectingWith: options) else {
+        guard let pin = try flags.secret("--pin", sentWith: options) else {
             throw CLIError(.usage, "\(command): --pin is required")
         }
         let request = IssuerV1.AppDeleteAccountRequest(

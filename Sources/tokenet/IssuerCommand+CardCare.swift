@@ -1,3 +1,4 @@
+import TokenetCard
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -106,8 +107,12 @@ extension IssuerCommand {
                 throw CLIError(.usage, "\(command): give --pan, --exp or both (or --abandon, or --force-complete)")
             }
         }
+        // Checked here as add-card checks it, before the issuer is asked (which refused it, status 67, as its own).
+        if let expiry = flags["--exp"], let problem = ManualCardForm.expiryProblem(expiry) {
+            throw CLIError(.usage, "\(command): \(problem)")
+        }
         let request = IssuerV1.IssuerRenewCardRequest(
-            cardID: cardID, pan: try flags.secret("--pan", connectingWith: options) ?? "", expiry: flags["--exp"] ?? "",
+            cardID: cardID, pan: try flags.secret("--pan", sentWith: options) ?? "", expiry: flags["--exp"] ?? "",
             abandon: abandon,
             forceComplete: force)
         return try PartySession.run(

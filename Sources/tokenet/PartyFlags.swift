@@ -66,6 +66,19 @@ struct PartyFlags: Sendable, Equatable {
         return try secret(name)
     }
 
+    /// `secret(_:connectingWith:)` for a secret the command sends in its request. With `--plaintext` it is refused
+    /// before anything is read or sent: it would cross the network unencrypted, to a node that takes these commands
+    /// only from a client certificate (over plaintext it answered PERMISSION_DENIED, with the secret received).
+    func secret(_ name: String, sentWith options: InspectOptions) throws(CLIError) -> String? {
+        if options.transport == .plaintext, values[name] != nil {
+            throw CLIError(
+                .usage,
+                "\(command): --plaintext would send the \(SecretInput.secrets[name] ?? name) unencrypted, and a node "
+                    + "takes this command only from a client certificate; drop --plaintext to connect over mutual TLS")
+        }
+        return try secret(name, connectingWith: options)
+    }
+
     static func == (lhs: PartyFlags, rhs: PartyFlags) -> Bool {
         lhs.values == rhs.values && lhs.switches == rhs.switches && lhs.rest == rhs.rest && lhs.order == rhs.order
             && lhs.command == rhs.command

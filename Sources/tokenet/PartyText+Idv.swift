@@ -46,8 +46,9 @@ extension PartyText {
         let card = response.card ?? WalletV1.WalletCard()
         // A TSP of an older Tokenet names no method: the line then says only that a code went out.
         let to = response.method.map { " to \($0.maskedValue) (method \($0.id))" } ?? ""
+        // The code sent before stops working: said, since a person who types it later hears only INCORRECT_CODE.
         return "\(card.cardRef): a new code was sent\(to), valid until \(time(ms: response.codeExpiresAtMs)), "
-            + "\(tries(response.triesLeft)) left."
+            + "\(tries(response.triesLeft)) left; the code sent before no longer works."
     }
 
     /// `1 try`, `2 tries`.

@@ -88,8 +88,8 @@ enum WalletCommand {
         var draft = try addCardRequest(flags, command: command)
         // Read last: a card number or CVC given as `-` is typed only for a command line that stands.
         if case .manual(var card)? = draft.source {
-            card.pan = try flags.secret("--pan", connectingWith: options) ?? ""
-            card.cvc = try flags.secret("--cvc", connectingWith: options) ?? ""
+            card.pan = try flags.secret("--pan", sentWith: options) ?? ""
+            card.cvc = try flags.secret("--cvc", sentWith: options) ?? ""
             draft.source = .manual(card)
         }
         let request = draft

@@ -143,6 +143,19 @@ import TokenetCard
                 json["cardholders"] = holders
             },
             message: "cardholders[2] \"ch-chloe\": \"email\" is not an email address"),
+        // Stored as given, in the clear: a card number typed into a contact field would sit in the database.
+        BadCase(
+            change: cardholder(0) { $0["phone"] = "4761000020000023" },
+            message: "cardholders[0] \"ch-alice\": \"phone\" has 16 digits; a phone number has at most 15 (E.164)"),
+        BadCase(
+            change: cardholder(0) { $0["phone"] = "+4 7610 0020 0009" },
+            message: "cardholders[0] \"ch-alice\": \"phone\" holds a card number"),
+        BadCase(
+            change: cardholder(0) { $0["email"] = "alice.4761000020000023@example.com" },
+            message: "cardholders[0] \"ch-alice\": \"email\" holds a card number"),
+        BadCase(
+            change: cardholder(0) { $0["name"] = "Alice 4761000020000023" },
+            message: "cardholders[0] \"ch-alice\": \"name\" holds a card number"),
         // Keys the format does not have are refused rather than skipped: a typo must not change a card silently.
         BadCase(
             change: card(0) { $0["notEligibleReson"] = "closed" },
@@ -239,6 +252,16 @@ import TokenetCard
             message: "cards[0]: \"id\" must be free of card numbers"),
     ]
 
+    static func cardholder(_ index: Int, _ body: @escaping @Sendable (inout [String: Any]) -> Void)
+        -> @Sendable (inout [String: Any]) -> Void
+    {
+        { json in
+            var holders = json["cardholders"] as! [[String: Any]]
+            body(&holders[index])
+            json["cardholders"] = holders
+        }
+    }
+
     static func issuer(_ body: @escaping @Sendable (inout [String: Any]) -> Void)
         -> @Sendable (inout [String: Any]) -> Void
     {
@@ -247,6 +270,16 @@ import TokenetCard
             body(&issuer)
             json["issuer"] = issuer
         }
+    }
+
+    /// Phone numbers as long as E.164 allows load, although their grouped digits read as a card number to the
+    /// log masking; only their digits as a card number are refused.
+    @Test(arguments: ["+86 138 0013 8000", "+49 30 1234 5678 901", "+4 7610 0020 0008"])
+    func longPhoneNumbersLoad(_ phone: String) throws {
+        var json = try Support.fixtureJSON()
+        Self.cardholder(0) { $0["phone"] = phone }(&json)
+        let fixture = try IssuerFixture.parse(try JSONSerialization.data(withJSONObject: json))
+        #expect(fixture.cardholders.first?.phone == phone)
     }
 
     @Test(arguments: badCases)

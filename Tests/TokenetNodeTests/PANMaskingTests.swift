@@ -3,6 +3,7 @@ import Testing
 import TokenetCard
 import TokenetRPC
 import TokenetTestSupport
+import TokenetWire
 
 @testable import TokenetNode
 
@@ -394,5 +395,16 @@ import TokenetTestSupport
         #expect(shown.hasSuffix("... (50011 bytes)"))
         #expect(shown.utf8.count < 2100)
         #expect(RPCNodeListener.statusMessage("fine") == "fine")
+    }
+}
+
+/// The comments of Protos/ travel to every client in reflection's answers, which `tokenet call` prints as they
+/// came: an example card number in one showed in full.
+@Suite struct ProtoCommentCardNumberTests {
+    @Test func noCommentHoldsACardNumber() {
+        #expect(!ProtoRegistry.comments.isEmpty)
+        for (symbol, comment) in ProtoRegistry.comments.sorted(by: { $0.key < $1.key }) {
+            #expect(!IdentifierRules.holdsCardNumber(identifier: comment), "\(symbol): \(maskPAN(comment))")
+        }
     }
 }

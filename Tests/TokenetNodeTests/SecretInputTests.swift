@@ -32,6 +32,13 @@ import TokenetWire
         }
     }
 
+    /// The operator's TLS files, for commands that end before they connect (nothing listens at 127.0.0.1:1): over
+    /// `--plaintext` a secret is refused before it is read.
+    private static var operatorTLS: [String] {
+        let pki = DevelopmentPKI.shared
+        return ["--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key")]
+    }
+
     @Test(arguments: [
         (["--pan", "-", "--exp", "12/29", "--cvc", "-"], "4111111111111111\n123\n"),
         (["--cvc", "-", "--exp", "12/29", "--pan", "-"], "123\r\n4111111111111111"),
@@ -53,7 +60,7 @@ import TokenetWire
     ])
     func missingLinesAreNamed(stdin: String, message: String) async throws {
         let result = try await runTokenet(
-            ["wallet", "add-card", "127.0.0.1:1", "--plaintext", "--pan", "-", "--exp", "12/29", "--cvc", "-"],
+            ["wallet", "add-card", "127.0.0.1:1", "--pan", "-", "--exp", "12/29", "--cvc", "-"] + Self.operatorTLS,
             stdin: stdin)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("tokenet: wallet add-card: \(message)"), "\(result.stderr)")
@@ -100,7 +107,7 @@ import TokenetWire
     /// A line too long for any secret is refused naming the flag.
     @Test func anOverlongLineIsRefusedNamingTheFlag() async throws {
         let result = try await runTokenet(
-            ["wallet", "add-card", "127.0.0.1:1", "--plaintext", "--pan", "-", "--exp", "12/29"],
+            ["wallet", "add-card", "127.0.0.1:1", "--pan", "-", "--exp", "12/29"] + Self.operatorTLS,
             stdin: String(repeating: "4", count: 300) + "\n")
         #expect(result.status == 2, "\(result.stderr)")
         #expect(

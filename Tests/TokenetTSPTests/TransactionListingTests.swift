@@ -105,6 +105,14 @@ import TokenetWire
         ) {
             try await client.listTransactions(.init(digitalCardID: "card-1"))
         }
+        // So is a card number (masked by the node on its way out, as in every status message).
+        await expectRPCError(
+            .notFound,
+            "no token has digital card id \"4761000010000009\"; that is a card number: the TSP names a token by its "
+                + "digital card id"
+        ) {
+            try await client.listTransactions(.init(digitalCardID: "4761000010000009"))
+        }
         let none = try await client.listTransactions(.init(digitalCardID: tokens[0]))
         #expect(none.transactions.isEmpty)
         #expect(none.nextPageToken.isEmpty)

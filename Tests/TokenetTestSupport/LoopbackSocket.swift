@@ -51,4 +51,33 @@ public enum LoopbackSocket {
 
         deinit { close(descriptor) }
     }
+
+    /// A port of 127.0.0.1 that listens and never accepts: whether anything connected to it (the kernel queues the
+    /// connection whether or not it is accepted) shows whether a command reached the network at all.
+    public final class ListeningPort: Sendable {
+        public let port: UInt16
+        private let descriptor: Int32
+
+        public init() throws {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+            let (bound, port) = LoopbackSocket.withAddress(port: 0) { address, length in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+            guard bound, listen(descriptor, 8) == 0 else {
+                close(descriptor)
+                throw POSIXError(.EADDRNOTAVAIL)
+            }
+            self.descriptor = descriptor
+            self.port = port
+        }
+
+        /// Whether a connection waits to be accepted.
+        public var hasPendingConnection: Bool {
+            var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            return poll(&waiting, 1, 0) == 1
+        }
+
+        deinit { close(descriptor) }
+    }
 }

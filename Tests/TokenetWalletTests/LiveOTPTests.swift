@@ -84,6 +84,7 @@ import Testing
         let resent = try await nodes.tokenet(["wallet", "resend-otp", nodes.wallet.listen, "card-2"])
         #expect(resent.stdout.hasPrefix("card-2: a new code was sent to "), "\(resent.stdout) \(resent.stderr)")
         #expect(resent.stdout.contains(" (method otp-"), "\(resent.stdout)")
+        #expect(resent.stdout.contains(" left; the code sent before no longer works."), "\(resent.stdout)")
         let second = try await Self.lastCode(nodes, digitalCardID)
         if second != first {
             let old = try await nodes.tokenet(["wallet", "submit-otp", nodes.wallet.listen, "card-2", first])

@@ -111,7 +111,7 @@ extension CardV1 {
     /// ASCII of the header's base64url form, as RFC 7516 says.
     ///
     /// The plaintext is a UTF-8 JSON object whose values are all strings:
-    ///   {"accountNumber": "4761000010000009", "expirationDate": {"month": "12", "year": "2029"},
+    ///   {"accountNumber": "<13 to 19 digits>", "expirationDate": {"month": "12", "year": "2029"},
     ///    "cvv2": "123", "name": "ALICE MARTIN"}
     /// accountNumber is the card number, digits only; expirationDate gives the month as two digits ("01" to "12") and
     /// the year as four ("2029", not "29"); cvv2 and name are optional. A JWE that cannot be decrypted or a plaintext
