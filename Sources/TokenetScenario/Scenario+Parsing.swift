@@ -581,6 +581,12 @@ extension Scenario {
                 }
                 expectation.contains = rest
             } else {
+                guard !rest.opensUnclosedQuote else {
+                    throw ScenarioError(
+                        .syntax,
+                        "\(number): expect \(word): the message text opens a quote that the line does not close; "
+                            + "write it as \"text\" or without quotes")
+                }
                 expectation.messageContains = rest.unquoted()
             }
             return expectation

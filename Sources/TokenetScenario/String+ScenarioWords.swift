@@ -15,6 +15,25 @@ extension String {
         return (String(text[..<end]), String(text[end...]).trimmingWhitespace())
     }
 
+    /// Whether the text opens a double quote that its end does not close (`"no token`, `"no token\"`): `unquoted()`
+    /// would take the quote as part of the text, which no message holds.
+    var opensUnclosedQuote: Bool {
+        guard hasPrefix("\"") else { return false }
+        var escaped = false
+        var closedAtEnd = false
+        for character in dropFirst() {
+            closedAtEnd = false
+            if escaped {
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                closedAtEnd = true
+            }
+        }
+        return !closedAtEnd
+    }
+
     /// The text between surrounding double quotes (with `\"` and `\\` unescaped), or the text as it is.
     func unquoted() -> String {
         guard count >= 2, hasPrefix("\""), hasSuffix("\"") else { return self }

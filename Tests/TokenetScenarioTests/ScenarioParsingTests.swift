@@ -97,6 +97,15 @@ import TokenetWire
         ),
         ("call tsp a.B/C\nexpect OK {\"a\": ", "s:2: expect OK takes one JSON object;"),
         ("call tsp a.B/C\nexpect OK [1]", "s:2: expect OK takes a JSON object, not an array"),
+        (
+            "call tsp a.B/C\nexpect NOT_FOUND \"no token",
+            "s:2: expect NOT_FOUND: the message text opens a quote that the line does not close"
+        ),
+        (
+            "call tsp a.B/C\nexpect NOT_FOUND \"no token\\\"",
+            "s:2: expect NOT_FOUND: the message text opens a quote that the line does not close"
+        ),
+        ("call tsp a.B/C\nexpect NOT_FOUND \"", "s:2: expect NOT_FOUND: the message text opens a quote"),
         ("call tsp a.B/C\nsave 9x a", "s:2: save NAME FIELD: '9x' is not a name"),
         ("call tsp a.B/C\nsave x a..b", "s:2: save x FIELD: 'a..b' is not a field"),
         ("call tsp a.B/C\nsave x", "s:2: save x FIELD: '' is not a field"),
