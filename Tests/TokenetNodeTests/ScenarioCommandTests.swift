@@ -70,6 +70,25 @@ import TokenetTransport
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 38)
     }
 
+    /// An `encrypt` step against a TSP a step stopped says so as a call does: the way back is a step.
+    @Test func anEncryptStepWithTheTSPStoppedNamesTheStepThatStartsIt() async throws {
+        let result = try await Self.run(
+            """
+            stop tsp
+            encrypt card 4761000010000009 12/29
+            echo not reached
+            """)
+        #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stderr.contains("encrypt card: the TSP's encryption key could not be read: UNAVAILABLE: "),
+            "\(result.stderr)")
+        #expect(
+            result.stderr.contains("; the tsp-node is not running: a 'start tsp' step starts it again"),
+            "\(result.stderr)")
+        #expect(!result.stderr.contains("give the address it listens on"), "\(result.stderr)")
+        #expect(!result.stderr.contains("4761000010000009") && !result.stdout.contains("not reached"))
+    }
+
     @Test func aStepThatDiffersEndsTheRunAtItsLine() async throws {
         let result = try await Self.run(
             """
