@@ -27,7 +27,7 @@ enum CallCommand {
                         + "(it had not ended)"))
         }
         let requests = try JSONTexts.split(text)
-        if options.transport == .plaintext { try refuseCardNumbersInTheClear(requests) }
+        if options.transport == .plaintext { try refuseCardNumbersInTheClear(requests, metadata: options.metadata) }
         return try InspectSession.run(options) { session in
             guard let target = try await CallTarget.resolve(path, session: session) else {
                 return try await probe(path, session: session)
@@ -215,15 +215,40 @@ enum CallCommand {
         return requests
     }
 
-    /// Over `--plaintext`, a request that holds a card number is refused before anything is sent: it would cross the
-    /// network unencrypted, and every method that takes a card number answers only a client certificate.
-    static func refuseCardNumbersInTheClear(_ texts: [String]) throws(CLIError) {
-        for (index, text) in texts.enumerated() where holdsCardNumber(text) {
+    /// Over `--plaintext`, a request (or a metadata value) that holds a card number is refused before anything is
+    /// sent: it would cross the network unencrypted, and every method that takes a card number answers only a client
+    /// certificate.
+    static func refuseCardNumbersInTheClear(_ texts: [String], metadata: Metadata) throws(CLIError) {
+        let advice = "and --plaintext would send it unencrypted; drop --plaintext to call over mutual TLS"
+        for (index, text) in texts.enumerated() where holdsCardNumber(json: text) {
             let position = texts.count > 1 ? " \(index + 1)" : ""
-            throw CLIError(
-                .usage,
-                "call: request\(position) holds a card number, and --plaintext would send it unencrypted; drop "
-                    + "--plaintext to call over mutual TLS")
+            throw CLIError(.usage, "call: request\(position) holds a card number, \(advice)")
+        }
+        for (key, value) in metadata.entries {
+            let text: String
+            switch value {
+            case .text(let value): text = value
+            case .binary(let bytes): text = String(decoding: bytes, as: UTF8.self)
+            }
+            guard !holdsCardNumber(text) else {
+                throw CLIError(.usage, "call: the metadata \(key) holds a card number, \(advice)")
+            }
+        }
+    }
+
+    /// Whether the JSON `text` holds a card number in a string, a number or a member's name, each read as the node
+    /// would read it (`\u0034` is a 4); text that is not JSON is looked at as it is.
+    static func holdsCardNumber(json text: String) -> Bool {
+        guard let value = try? JSONValue(parsing: text) else { return holdsCardNumber(text) }
+        return holdsCardNumber(in: value)
+    }
+
+    private static func holdsCardNumber(in value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text), .number(let text): holdsCardNumber(text)
+        case .array(let items): items.contains(where: holdsCardNumber(in:))
+        case .object(let members): members.contains { holdsCardNumber($0.key) || holdsCardNumber(in: $0.value) }
+        case .null, .bool: false
         }
     }
 

@@ -31,6 +31,9 @@ import TokenetTestSupport
     @Test(arguments: [
         #"{"card": {"pan": "4761000010000009"}}"#, #"{"card": {"pan": "4761 0000 1000 0009"}}"#,
         #"{"deviceName": "card 4761-0000-1000-0009"}"#, #"{"a": 1, "b": "x5400000010000037"}"#,
+        // JSON escapes are read as the node reads them.
+        #"{"service": "\u0034761000010000009"}"#, #"{"service": "4761\u00200000\u00201000\u00200009"}"#,
+        #"{"service": "4761\u002d0000-1000-0009"}"#, #"{"\u0034761000010000009": 1}"#, #"{"n": 4761000010000009}"#,
     ])
     func aCallWhoseRequestHoldsACardNumberIsNotSentInTheClear(request: String) async throws {
         let listener = try LoopbackSocket.ListeningPort()
@@ -42,6 +45,19 @@ import TokenetTestSupport
         #expect(
             result.stderr.contains("request holds a card number, and --plaintext would send it unencrypted"),
             "\(result.stderr)")
+        #expect(!result.stderr.contains("0000"), "\(result.stderr)")
+        #expect(!listener.hasPendingConnection, "the command connected")
+    }
+
+    /// So does a metadata value that holds one.
+    @Test(arguments: ["x-pan: 4761000010000009", "x-note: card 4761 0000 1000 0009"])
+    func aCallWhoseMetadataHoldsACardNumberIsNotSentInTheClear(header: String) async throws {
+        let listener = try LoopbackSocket.ListeningPort()
+        let result = try await runTokenet([
+            "call", "127.0.0.1:\(listener.port)", "--plaintext", "tokenet.health.v1.Health/Check", "-H", header,
+        ])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("holds a card number, and --plaintext would send it unencrypted"))
         #expect(!result.stderr.contains("0000"), "\(result.stderr)")
         #expect(!listener.hasPendingConnection, "the command connected")
     }
