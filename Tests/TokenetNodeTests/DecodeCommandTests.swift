@@ -460,4 +460,14 @@ import TokenetWire
         #expect(!result.stderr.contains("invalidMessage"), "\(result.stderr)")
         #expect(!result.stderr.contains("peer"), "\(result.stderr)")
     }
+
+    /// Input of zeros alone is named before anything is printed, however long (60 MB printed 15 million lines of
+    /// {} first).
+    @Test func zerosAreNamedBeforeAnythingIsPrinted() async throws {
+        let result = try await runTokenet(
+            ["decode", "--hex"], stdin: String(repeating: "00000000", count: 100_000) + "\n")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stdout.isEmpty, "\(result.stdout.prefix(200))")
+        #expect(result.stderr.contains("decode: the input holds 100000 frames and all are empty"), "\(result.stderr)")
+    }
 }
