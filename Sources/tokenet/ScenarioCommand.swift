@@ -599,7 +599,9 @@ struct ScenarioCommand {
         }
         let stoppedCleanly = nodes.stopAll()
         if let failure {
-            let trace = failedTrace.map { Self.traceLines($0, in: workspace) }
+            // A line of the script that was refused (a request that does not fit its type) sent no call: what the
+            // nodes logged under its trace id says nothing of it, and "no node logged it" read as a lost call.
+            let trace = scriptError ? nil : failedTrace.map { Self.traceLines($0, in: workspace) }
             printError("Scenario \(scenario.source) FAILED\(failure)")
             if let trace { printError(trace) }
             if !keepDirectory { printError("Rerun with --keep-dir to keep every node's logs.") }

@@ -70,6 +70,21 @@ import TokenetTransport
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 38)
     }
 
+    /// A line refused as it runs (its request, made with a saved value, does not fit its type) sent no call: the
+    /// failure is the line's, with no search of the nodes' logs for a call that was never made.
+    @Test func aLineRefusedAsItRunsIsNotLookedForInTheLogs() async throws {
+        let result = try await Self.run(
+            """
+            call tsp tokenet.health.v1.Health/Check {"service": ""}
+            save s status
+            call tsp tokenet.health.v1.Health/Check {"service": "${s}", "bogus": 1}
+            """)
+        #expect(result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stderr.contains("FAILED at line 3: "), "\(result.stderr)")
+        #expect(result.stderr.contains("bogus"), "\(result.stderr)")
+        #expect(!result.stderr.contains("logged"), "\(result.stderr)")
+    }
+
     /// An `encrypt` step against a TSP a step stopped says so as a call does: the way back is a step.
     @Test func anEncryptStepWithTheTSPStoppedNamesTheStepThatStartsIt() async throws {
         let result = try await Self.run(
