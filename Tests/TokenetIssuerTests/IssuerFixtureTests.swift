@@ -37,15 +37,20 @@ import TokenetCard
         var testDescription: String { message }
     }
 
-    static func card(_ index: Int, _ body: @escaping @Sendable (inout [String: Any]) -> Void)
+    /// A change to entry `index` of the fixture's list `list` ("cards", "cardholders").
+    static func entry(_ list: String, _ index: Int, _ body: @escaping @Sendable (inout [String: Any]) -> Void)
         -> @Sendable (inout [String: Any]) -> Void
     {
         { json in
-            var cards = json["cards"] as! [[String: Any]]
-            body(&cards[index])
-            json["cards"] = cards
+            var entries = json[list] as! [[String: Any]]
+            body(&entries[index])
+            json[list] = entries
         }
     }
+
+    static func card(_ index: Int, _ body: @escaping @Sendable (inout [String: Any]) -> Void)
+        -> @Sendable (inout [String: Any]) -> Void
+    { entry("cards", index, body) }
 
     static let badCases: [BadCase] = [
         BadCase(
@@ -254,13 +259,7 @@ import TokenetCard
 
     static func cardholder(_ index: Int, _ body: @escaping @Sendable (inout [String: Any]) -> Void)
         -> @Sendable (inout [String: Any]) -> Void
-    {
-        { json in
-            var holders = json["cardholders"] as! [[String: Any]]
-            body(&holders[index])
-            json["cardholders"] = holders
-        }
-    }
+    { entry("cardholders", index, body) }
 
     static func issuer(_ body: @escaping @Sendable (inout [String: Any]) -> Void)
         -> @Sendable (inout [String: Any]) -> Void
