@@ -39,6 +39,12 @@ public enum IssuerNode {
         var registering = false
         if context.options.peers[.tsp] == nil {
             logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push cards")
+        } else if context.options.plaintext {
+            // The TSP takes a registration only from an issuer's certificate: tried over plaintext, it was refused
+            // every 10 s, logged as an error to fix, for as long as the node ran.
+            logger.warning(
+                "--plaintext: not registering with the TSP, nor subscribing to its notifications (both need the "
+                    + "issuer's certificate)")
         } else if try Self.profileAtStart(party.store, directory: context.dataDirectory) == nil {
             logger.warning(
                 "the issuer has no profile (start it once with --fixtures FILE); not registering, nor subscribing to "

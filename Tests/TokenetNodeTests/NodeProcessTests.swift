@@ -76,6 +76,40 @@ import TokenetWire
         #expect(!FileManager.default.fileExists(atPath: readyFile))
     }
 
+    /// A plaintext issuer does not register with its plaintext TSP, which takes a registration only from an issuer's
+    /// certificate: it says so once at start. It tried every 10 s, and logged each refusal as an error to fix.
+    @Test func aPlaintextIssuerSaysItWillNotRegister() async throws {
+        let scratch = try TemporaryDirectory()
+        let (tsp, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
+        defer { tsp.process.send(SIGTERM) }
+        let readyFile = scratch.path("issuer-ready.json")
+        let issuer = try LaunchedProcess(
+            "issuer-node",
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("issuer"), "--tsp",
+                address.description, "--fixtures", PackageRoot.path("Tools/fixtures/issuer.json"), "--ready-file",
+                readyFile, "--parent-pid", "\(getpid())",
+            ])
+        defer { issuer.process.send(SIGTERM) }
+        let deadline = Date().addingTimeInterval(180)
+        while !FileManager.default.fileExists(atPath: readyFile), issuer.process.isRunning, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // A registration was tried as soon as the node had started.
+        try await Task.sleep(for: .seconds(2))
+        issuer.process.send(SIGTERM)
+        let issued = try await issuer.waitForExit()
+        tsp.process.send(SIGTERM)
+        let served = try await tsp.waitForExit()
+        #expect(issued.status == 0, "\(issued.stderr)")
+        #expect(
+            issued.stderr.contains(
+                "--plaintext: not registering with the TSP, nor subscribing to its notifications (both need the "
+                    + "issuer's certificate)"), "\(issued.stderr)")
+        #expect(!issued.stderr.contains("registration"), "\(issued.stderr)")
+        #expect(!served.stderr.contains("RegisterIssuer"), "\(served.stderr)")
+    }
+
     /// With `--log-format json` every line on stderr is a JSON object, also with --plaintext, whose warning is then a
     /// log line rather than the text banner.
     @Test func jsonLogsHoldOnlyJSONLinesAlsoInPlaintext() async throws {
