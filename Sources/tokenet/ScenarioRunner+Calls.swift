@@ -13,6 +13,16 @@ extension ScenarioRunner {
         var elapsed: Duration
     }
 
+    /// `message`, of a call to `party` that ended `code`, with the way back named when a step stopped or killed its
+    /// node: a step, not the address the transport's hint names ("start the node, or give the address it listens
+    /// on").
+    func namingTheStartStep(_ message: String, code: StatusCode, party: ScenarioParty) -> String {
+        guard code == .unavailable, let nodes, !nodes.up.contains(party) else { return message }
+        let hint = "; the \(party)-node is not running: a 'start \(party)' step starts it again"
+        return message.contains(InspectSession.startTheNodeHint)
+            ? message.replacingOccurrences(of: InspectSession.startTheNodeHint, with: hint) : message + hint
+    }
+
     /// Makes the call once. A node that cannot be reached is an UNAVAILABLE outcome (what a script expects of a
     /// stopped node or a refused link); a request that does not fit its type is an error of the script.
     /// `deadline` bounds this call instead of the script's deadline (a `within` that ends sooner).
@@ -31,15 +41,7 @@ extension ScenarioRunner {
         }
         switch result {
         case .success(var outcome):
-            // A node a step stopped or killed: the way back is a step, not the address the transport's hint names
-            // ("start the node, or give the address it listens on").
-            if outcome.code == .unavailable, let nodes, !nodes.up.contains(call.party) {
-                let hint = "; the \(call.party)-node is not running: a 'start \(call.party)' step starts it again"
-                outcome.message =
-                    outcome.message.contains(InspectSession.startTheNodeHint)
-                    ? outcome.message.replacingOccurrences(of: InspectSession.startTheNodeHint, with: hint)
-                    : outcome.message + hint
-            }
+            outcome.message = namingTheStartStep(outcome.message, code: outcome.code, party: call.party)
             return CallResult(outcome: outcome, traceID: traceID, elapsed: ContinuousClock.now - started)
         case .failure(let error):
             try interruption.check()

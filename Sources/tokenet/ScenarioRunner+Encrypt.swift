@@ -52,15 +52,7 @@ extension ScenarioRunner {
                     + encrypted.publicKeyIdentifier)
         case .failure(let error):
             try interruption.check()
-            var message = error.message
-            // A TSP a step stopped or killed: the way back is a step, as for a call, not the address the
-            // transport's hint names.
-            if error.code == .unavailable, let nodes, !nodes.up.contains(.tsp) {
-                let hint = "; the tsp-node is not running: a 'start tsp' step starts it again"
-                message =
-                    message.contains(InspectSession.startTheNodeHint)
-                    ? message.replacingOccurrences(of: InspectSession.startTheNodeHint, with: hint) : message + hint
-            }
+            let message = namingTheStartStep(error.message, code: error.code, party: .tsp)
             throw Failure(
                 line: line,
                 reason: "encrypt \(step.name): the TSP's encryption key could not be read: "

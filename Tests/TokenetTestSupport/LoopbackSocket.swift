@@ -27,6 +27,20 @@ public enum LoopbackSocket {
         guard connected else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED) }
     }
 
+    /// A TCP socket bound to 127.0.0.1:`port` (any free port for 0), and the port it got.
+    static func boundSocket(port: UInt16) throws -> (descriptor: Int32, port: UInt16) {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        let (bound, port) = withAddress(port: port) { address, length in
+            bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+        }
+        guard bound else {
+            close(descriptor)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        return (descriptor, port)
+    }
+
     /// A port of 127.0.0.1 that refuses connections for as long as this lives: a socket bound to it that does not
     /// listen. No other socket can take the port meanwhile, as one can take the port of a listener that was closed
     /// (an "unreachable" upstream made that way was once another test's server, which answered).
@@ -36,17 +50,7 @@ public enum LoopbackSocket {
 
         /// Binds `port`, or any free port for 0.
         public init(port: UInt16 = 0) throws {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-            let (bound, port) = LoopbackSocket.withAddress(port: port) { address, length in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
-            guard bound else {
-                close(descriptor)
-                throw POSIXError(.EADDRNOTAVAIL)
-            }
-            self.descriptor = descriptor
-            self.port = port
+            (descriptor, self.port) = try LoopbackSocket.boundSocket(port: port)
         }
 
         deinit { close(descriptor) }
@@ -59,12 +63,8 @@ public enum LoopbackSocket {
         private let descriptor: Int32
 
         public init() throws {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-            let (bound, port) = LoopbackSocket.withAddress(port: 0) { address, length in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
-            guard bound, listen(descriptor, 8) == 0 else {
+            let (descriptor, port) = try LoopbackSocket.boundSocket(port: 0)
+            guard listen(descriptor, 8) == 0 else {
                 close(descriptor)
                 throw POSIXError(.EADDRNOTAVAIL)
             }
