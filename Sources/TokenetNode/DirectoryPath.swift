@@ -17,4 +17,16 @@ public enum DirectoryPath {
         }
         return nil
     }
+
+    /// The topmost of `path` and its ancestors that does not exist: what creating `path` makes, and all that
+    /// removing it must take away to leave the file system as it was. Nil when `path` exists.
+    public static func firstMissing(on path: String) -> String? {
+        let components = (path as NSString).pathComponents
+        var prefix = ""
+        for component in components {
+            prefix = prefix.isEmpty ? component : (prefix as NSString).appendingPathComponent(component)
+            if !FileManager.default.fileExists(atPath: prefix) { return prefix }
+        }
+        return nil
+    }
 }

@@ -130,12 +130,33 @@ public final class NodeRuntime: Sendable {
                 [("--cert", options.certificatePath), ("--key", options.privateKeyPath), ("--ca", options.caPath)])
             try ReadyFile.checkWritable(path)
         }
+        // Made by this start, and taken away again if the node never binds its port: a node that could not bind
+        // left a new data directory with a database and keys in it, for a node that never ran. Not once it has
+        // bound: its background work may then have taken notifications that only its database holds.
+        let madeDirectory = DirectoryPath.firstMissing(on: dataDirectory)
         try makeDataDirectory(dataDirectory, isDefault: options.dataDirectory == nil)
+        let removeMadeDirectory = {
+            guard let madeDirectory else { return }
+            do {
+                try FileManager.default.removeItem(atPath: madeDirectory)
+                logger.info(
+                    "removed the data directory this start made, as the node did not start", ["path": madeDirectory])
+            } catch {
+                logger.warning(
+                    "could not remove the data directory this start made", ["path": madeDirectory, "error": "\(error)"])
+            }
+        }
         // Before the lock, whose file would be the first the node wrote into another party's directory.
         if let problem = ForeignDatabaseCheck.problem(directory: dataDirectory, spec: spec) {
             throw NodeError(.config, problem)
         }
-        let lock = try DataDirectoryLock(directory: dataDirectory)
+        let lock: DataDirectoryLock
+        do {
+            lock = try DataDirectoryLock(directory: dataDirectory)
+        } catch {
+            removeMadeDirectory()
+            throw error
+        }
         if let database = spec.database {
             if let warning = LostDatabaseCheck.warning(
                 directory: dataDirectory, database: database.file, marker: database.marker)
@@ -166,6 +187,8 @@ public final class NodeRuntime: Sendable {
         do {
             listener = try makeListener(options, logger)
         } catch {
+            // Under the lock still, so that no other node can have taken the directory in between.
+            removeMadeDirectory()
             lock.release()
             throw error
         }

@@ -213,6 +213,38 @@ import TokenetWire
         try await offThePool { runtime.stop() }
     }
 
+    /// A node that cannot bind its port takes away the data directory its start made (with the directories above
+    /// it that the start made too), and leaves one that was there before as it found it.
+    @Test func aNodeThatCannotBindRemovesOnlyTheDataDirectoryItMade() async throws {
+        let directory = try TemporaryDirectory()
+        var options = NodeOptions()
+        options.plaintext = true
+        let taken = try await offThePool { [options] in
+            try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: Self.logger())
+        }
+        options.listen = taken.boundAddress
+        let sink = MemoryLogSink()
+        for (dataDirectory, existed) in [("made/nested", false), ("kept", true)] {
+            if existed {
+                try FileManager.default.createDirectory(
+                    atPath: directory.path(dataDirectory), withIntermediateDirectories: true)
+                try Data("mine".utf8).write(to: URL(fileURLWithPath: directory.path("kept/notes.txt")))
+            }
+            options.dataDirectory = directory.path(dataDirectory)
+            let failure = await #expect(throws: NodeError.self) {
+                _ = try await offThePool { [options] in
+                    try NodeRuntime.start(
+                        spec: .tsp, options: options, logger: Logger(node: "tsp-node", sink: sink), announce: { _ in })
+                }
+            }
+            #expect(failure?.description.contains("Address already in use") == true)
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path("made")))
+        #expect(sink.lines.contains { $0.contains("removed the data directory this start made") })
+        #expect(FileManager.default.fileExists(atPath: directory.path("kept/notes.txt")))
+        try await offThePool { taken.stop() }
+    }
+
     /// A second node on a data directory in use is refused before it opens anything there; once the first one has
     /// stopped, the directory is free again.
     @Test func aDataDirectoryServesOneNodeAtATime() async throws {
