@@ -15,12 +15,22 @@ extension TLSContext {
         guard let certificate = SSL_CTX_get0_certificate(pointer) else {
             throw TransportError(.configuration, "no certificate is configured")
         }
+        // Each with what to do next: the dates alone left a person to work out that the fix is a new certificate
+        // (or a clock), and how to make one.
         if let notBefore = Self.date(X509_get0_notBefore(certificate)), now < notBefore {
             throw TransportError(
-                .configuration, "\(name) is not valid before \(Self.text(notBefore)) (now \(Self.text(now)))")
+                .configuration,
+                "\(name) is not valid before \(Self.text(notBefore)) (now \(Self.text(now))); check this machine's "
+                    + "clock, or wait until then")
         }
         if let notAfter = Self.date(X509_get0_notAfter(certificate)), now > notAfter {
-            throw TransportError(.configuration, "\(name) expired on \(Self.text(notAfter)) (now \(Self.text(now)))")
+            let directory = configuration.certificateChainFile.map { ($0 as NSString).deletingLastPathComponent }
+            let place = directory.map { $0.isEmpty ? "." : $0 } ?? "DIR"
+            throw TransportError(
+                .configuration,
+                "\(name) expired on \(Self.text(notAfter)) (now \(Self.text(now))); run 'tokenet pki init \(place)' "
+                    + "(or Tools/gen-certs \(place)) again, which makes an expired certificate anew with its names, "
+                    + "or give a valid one")
         }
         if VerificationState.isCA(certificate) {
             throw TransportError(

@@ -20,6 +20,11 @@ import TokenetTestSupport
         let error = #expect(throws: TransportError.self) { try context.checkOwnCertificate(at: later) }
         #expect(error?.code == .configuration)
         #expect(error?.message.contains("operator.pem expired on ") == true, "\(String(describing: error))")
+        let directory = (certs.path("operator.pem") as NSString).deletingLastPathComponent
+        #expect(
+            error?.message.hasSuffix(
+                "; run 'tokenet pki init \(directory)' (or Tools/gen-certs \(directory)) again, which makes an expired "
+                    + "certificate anew with its names, or give a valid one") == true, "\(String(describing: error))")
     }
 
     @Test func aCertificateNotYetValidIsNamedWithItsStartDate() throws {
@@ -28,6 +33,7 @@ import TokenetTestSupport
         let error = #expect(throws: TransportError.self) { try context.checkOwnCertificate(at: earlier) }
         #expect(error?.code == .configuration)
         #expect(error?.message.contains("operator.pem is not valid before ") == true, "\(String(describing: error))")
+        #expect(error?.message.hasSuffix("; check this machine's clock, or wait until then") == true)
     }
 
     @Test func aCertificateWithoutATokenetIdentityIsRefused() throws {
