@@ -72,7 +72,9 @@ enum DecodeCommand {
             if let format = DecodeInput.followFormat(input) {
                 throw DecodeInput.followOutputError(format, flag: name)
             }
-            if let flag = DecodeInput.textEncoding(of: input) {
+            let encoding =
+                options.type == nil ? DecodeInput.frameTextEncoding(of: input) : DecodeInput.textEncoding(of: input)
+            if let flag = encoding {
                 throw CLIError(.usage, "decode: \(name) holds \(flag) text, not bytes: add --\(flag)")
             }
             if options.type == nil, DecodeInput.startsWithText(input) {

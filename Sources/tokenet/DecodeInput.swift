@@ -73,6 +73,18 @@ enum DecodeInput {
         return hex ? "hex" : "base64"
     }
 
+    /// `textEncoding(of:)` for input that should hold frames: text whose decoded bytes could start one (a zero byte;
+    /// none, for text of a few characters). Words of plain text ("hello world") are in the base64 alphabet too, and
+    /// the advice to add --base64 then failed on a frame of hundreds of megabytes.
+    static func frameTextEncoding(of input: [UInt8]) -> String? {
+        guard let encoding = textEncoding(of: input) else { return nil }
+        guard let bytes = try? self.bytes(input, encoding: encoding == "hex" ? .hex : .base64) else {
+            // Hex that ends in half a byte, or base64 of a length none has: --hex or --base64 names the problem.
+            return encoding
+        }
+        return bytes.first.map { $0 == 0 } ?? true ? encoding : nil
+    }
+
     /// Which bytes base64 text holds, in either alphabet, with its padding.
     private static let base64Characters: [Bool] = {
         var table = [Bool](repeating: false, count: 256)

@@ -446,6 +446,8 @@ import TokenetWire
             "decode: standard input holds hex text, not bytes: add --hex"
         ),
         ([], "{\"status\": 1}\n", 1, "decode: standard input holds text, not Tokenet frames"),
+        // Words are in the base64 alphabet; the advice to add --base64 then failed on the text's length.
+        ([], "hello world\n", 1, "decode: standard input holds text, not Tokenet frames"),
         (
             ["--hex", "--type", "tokenet.health.v1.HealthCheckResponse"], "ff", 1,
             "tokenet: decode: the bytes are not a valid tokenet.health.v1.HealthCheckResponse message\n"
