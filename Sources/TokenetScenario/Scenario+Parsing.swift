@@ -442,6 +442,12 @@ extension Scenario {
                         "steps are written as in a scenario file (steps: \(Scenario.steps)); 'tokenet scenario --help' "
                             + "describes each")
                 }
+                // Status codes are read in any case, steps are not: the list alone left `Call` looking like a step.
+                let lowered = keyword.lowercased()
+                if lowered != keyword, Scenario.steps.split(separator: ", ").contains(Substring(lowered)) {
+                    throw fail(
+                        "unknown step '\(clipped(keyword))': steps are written in lower case; write '\(lowered)'")
+                }
                 throw fail("unknown step '\(clipped(keyword))' (steps: \(Scenario.steps))")
             }
         }
@@ -501,6 +507,12 @@ extension Scenario {
                         .syntax, "\(number): \(keyword) \(first): unexpected '\(clipped(after))' after the party")
                 }
                 let shown = word.isEmpty ? "nothing" : "'\(clipped(word))'"
+                if let lowered = ScenarioParty(rawValue: word.lowercased()) {
+                    throw ScenarioError(
+                        .syntax,
+                        "\(number): \(keyword): got \(shown): parties are written in lower case; write "
+                            + "'\(lowered.rawValue)'")
+                }
                 throw ScenarioError(
                     .syntax, "\(number): \(keyword): expected a party (tsp, issuer or wallet), got \(shown)")
             }

@@ -81,6 +81,9 @@ import TokenetWire
         ("bogus step", "s:1: unknown step 'bogus' (steps: call, expect"),
         ("call", "s:1: call: expected a party (tsp, issuer or wallet), got nothing"),
         ("call bank a.B/C", "s:1: call: expected a party (tsp, issuer or wallet), got 'bank'"),
+        // Status codes are read in any case; steps and parties are lower case, and a capital is named as the mistake.
+        ("Call tsp a.B/C", "s:1: unknown step 'Call': steps are written in lower case; write 'call'"),
+        ("call TSP a.B/C", "s:1: call: got 'TSP': parties are written in lower case; write 'tsp'"),
         ("call tsp", "s:1: call tsp needs a method"),
         ("call tsp ListTokens", "s:1: call: 'ListTokens' is not a method"),
         ("expect OK", "s:1: expect must follow the call it checks"),
