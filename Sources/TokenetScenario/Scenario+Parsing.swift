@@ -94,34 +94,12 @@ extension Scenario {
     /// Tools/gen-certs makes it): `identity wallet/wallet-1` is the sandbox's own wallet, and presents `wallet.pem`.
     public static func pkiID(of role: String) -> String { "\(role)-1" }
 
-    /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
+    /// Parses and checks a whole script; throws its first mistake. Errors name the source and line:
+    /// `flow.scenario:12: …`.
     public static func parse(_ text: String, source: String) throws(ScenarioError) -> Scenario {
-        var parser = Parser()
-        // Split on the line breaks editors and `wc -l` count: LF, CRLF ("\r\n" is one Character in Swift, so
-        // splitting on "\n" alone would leave a script written on Windows as one long line) and CR. Not on the other
-        // characters Swift calls newlines (U+2028, U+0085, a form feed, a vertical tab), which a JSON string may hold
-        // and which made error line numbers disagree with the editor.
-        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
-        for (index, rawLine) in lines.enumerated() {
-            do {
-                try parser.parse(line: String(rawLine), number: index + 1)
-            } catch {
-                throw ScenarioError(error.code, "\(source):\(error.message)", cause: error.cause)
-            }
-        }
-        // A spawned call nobody joins would have its outcome go unjudged, and a failure pass unseen.
-        if let (name, line) = parser.spawned.min(by: { $0.value < $1.value }) {
-            throw ScenarioError(
-                .syntax, "\(source):\(line): spawn \(name) is never joined; add 'join \(name)' where its outcome counts"
-            )
-        }
-        // A script whose every line is blank or a comment (a file commented out, the wrong file) would otherwise
-        // pass as "0 steps … OK", a success that tested nothing.
-        guard !parser.steps.isEmpty else {
-            throw ScenarioError(
-                .syntax, "\(source): has no steps, only blank lines and comments; write at least one (\(steps))")
-        }
-        return Scenario(source: source, steps: parser.steps)
+        let checked = check(text, source: source)
+        if let first = checked.mistakes.first { throw first.error }
+        return checked.scenario
     }
 
     /// The parser's state between lines: the steps so far, which names are saved, and which nodes are down. A

@@ -73,7 +73,7 @@ struct ScenarioCommand {
         starts. A node that cannot be reached answers UNAVAILABLE.
 
         Options:
-          --check              Only check the scripts; start no node.
+          --check              Only check the scripts (naming every mistake, up to 20 a script); start no node.
           --verbose, -v        Print every response, not only the last one of a failed call.
           --keep-dir           Keep each sandbox's directory (certificates, data, node logs).
           --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
@@ -87,7 +87,7 @@ struct ScenarioCommand {
 
         Exit status: 0 when every scenario ran as written; 1 when a step's outcome differed, a node failed, the run
         was interrupted (SIGINT, SIGTERM, SIGHUP), or what the run needs is missing (the repository, the node
-        executables); 2 for bad options or a script with an error (its file and line are named).
+        executables); 2 for bad options or a script with errors (each named by its file and line).
 
         Example (Tools/scenarios/ holds more):
           call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-session", "mode": "PUSH_MODE_SESSION"}
@@ -172,15 +172,15 @@ struct ScenarioCommand {
     func run() throws(CLIError) -> Int32 {
         PrivateFiles.fromNowOn()
         // Every script is read and checked first: an error in the last one is reported before the first one runs.
-        // Each script's first mistake is told, not only the first script's: with several to fix, one run of
+        // Each script's mistakes are told, not only the first script's first: with several to fix, one run of
         // --check names them all.
         var scenarios: [Scenario] = []
         var refusals: [CLIError] = []
         for file in files {
-            do throws(CLIError) {
+            do throws(ScriptMistakes) {
                 scenarios.append(try Self.load(file, nodesOfThisBuild: attached.isEmpty))
             } catch {
-                refusals.append(error)
+                refusals += error.errors
             }
         }
         if let last = refusals.last {
@@ -284,7 +284,41 @@ struct ScenarioCommand {
     /// The most bytes of one script, from a file or standard input: far more than any script needs.
     static let scriptLimit = 16 << 20
 
-    static func load(_ file: String, nodesOfThisBuild: Bool = true) throws(CLIError) -> Scenario {
+    /// Every mistake found in one script, in line order: what it cannot read, or each line it refuses.
+    struct ScriptMistakes: Error {
+        var errors: [CLIError]
+    }
+
+    /// Reads and checks a script: its lines, then the requests, expected responses and identities of the steps it
+    /// took. Throws every mistake found (up to `Scenario.mistakeLimit` of its lines, and those of the steps before).
+    static func load(_ file: String, nodesOfThisBuild: Bool = true) throws(ScriptMistakes) -> Scenario {
+        let text: String
+        do throws(CLIError) {
+            text = try readScript(file)
+        } catch {
+            throw ScriptMistakes(errors: [error])
+        }
+        let source = file == "-" ? "stdin" : file
+        let checked = Scenario.check(text, source: source)
+        // The parser quotes the words it did not understand, and a script may hold a card number. The file's name,
+        // which starts the message, is left as given, as file names are everywhere else: masked, a directory named
+        // by a UUID whose digits read as a card number could not be found from the message.
+        var mistakes = checked.mistakes.map { line, error -> (line: Int, error: CLIError) in
+            let message = error.message
+            guard message.hasPrefix(source) else { return (line, CLIError(.usage, "scenario: \(maskPAN(message))")) }
+            return (line, CLIError(.usage, "scenario: \(source)\(maskPAN(String(message.dropFirst(source.count))))"))
+        }
+        mistakes += checkRequests(checked.scenario, nodesOfThisBuild: nodesOfThisBuild)
+        mistakes += checkResponses(checked.scenario)
+        mistakes += checkIdentities(checked.scenario)
+        // Stable: two mistakes of one line keep the order of the checks.
+        mistakes.sort { $0.line < $1.line }
+        guard mistakes.isEmpty else { throw ScriptMistakes(errors: mistakes.map(\.error)) }
+        return checked.scenario
+    }
+
+    /// The text of a script file, or of standard input for `-`.
+    private static func readScript(_ file: String) throws(CLIError) -> String {
         let text: String
         if file == "-" {
             let bytes = try StandardInput.readAll(
@@ -320,49 +354,39 @@ struct ScenarioCommand {
             }
             text = script
         }
-        let scenario: Scenario
-        let source = file == "-" ? "stdin" : file
-        do {
-            scenario = try Scenario.parse(text, source: source)
-        } catch {
-            // The parser quotes the words it did not understand, and a script may hold a card number. The file's
-            // name, which starts the message, is left as given, as file names are everywhere else: masked, a
-            // directory named by a UUID whose digits read as a card number could not be found from the message.
-            let message = error.message
-            guard message.hasPrefix(source) else { throw CLIError(.usage, "scenario: \(maskPAN(message))") }
-            throw CLIError(.usage, "scenario: \(source)\(maskPAN(String(message.dropFirst(source.count))))")
-        }
-        try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
-        try checkResponses(scenario)
-        try checkIdentities(scenario)
-        return scenario
+        return text
     }
 
     /// Refuses an identity of the script's own whose ID holds a card number, as the nodes refuse such ids: the run
     /// prints the ID with its certificate's file and URI, and the certificate carries it.
-    static func checkIdentities(_ scenario: Scenario) throws(CLIError) {
-        for step in scenario.steps {
+    static func checkIdentities(_ scenario: Scenario) -> [(line: Int, error: CLIError)] {
+        func check(_ step: ScenarioStep) throws(CLIError) {
             guard case .identity(let text) = step.action, let own = Scenario.ownIdentity(text),
                 IdentifierRules.holdsCardNumber(identifier: own.id)
-            else { continue }
+            else { return }
             throw CLIError(
                 .usage,
                 "scenario: \(scenario.source):\(step.line): identity \(maskPAN(text)): the ID holds a card number; "
                     + "choose another ID")
         }
+        var mistakes: [(line: Int, error: CLIError)] = []
+        for step in scenario.steps {
+            do throws(CLIError) { try check(step) } catch { mistakes.append((step.line, error)) }
+        }
+        return mistakes
     }
 
     /// Checks what each call and await expects (`expect OK {…}`, `await NAME {…}`, written without `${NAME}`s) and
     /// saves against the response type of its call or watch, when this build knows the method, as the run checks
     /// them: a misspelt field, enum value or save path was found only when the run reached the line, after the steps
     /// before it, and the call itself, had run (a save's only once the nodes had started).
-    static func checkResponses(_ scenario: Scenario) throws(CLIError) {
+    static func checkResponses(_ scenario: Scenario) -> [(line: Int, error: CLIError)] {
         func target(_ method: String) -> CallTarget? {
             (try? CallCommand.methodPath(method)).flatMap { CallTarget.known($0) }
         }
         var watched: [String: CallTarget?] = [:]
         var spawned: [String: CallTarget?] = [:]
-        for step in scenario.steps {
+        func check(_ step: ScenarioStep) throws(CLIError) {
             let (object, saves, response, line): (String?, [ScenarioCall.Save], CallTarget?, Int)
             // The code a call or join is to end with; nil for an await.
             var code: WireV1.StatusCode?
@@ -374,7 +398,7 @@ struct ScenarioCommand {
                 code = call.expectation.code
             case .spawn(let spawn):
                 spawned[spawn.name] = target(spawn.call.method)
-                continue
+                return
             case .join(let join):
                 (object, saves, response, line) = (
                     join.expectation.contains, join.saves, spawned[join.name] ?? nil, join.expectation.line ?? step.line
@@ -382,15 +406,15 @@ struct ScenarioCommand {
                 code = join.expectation.code
             case .watch(let watch):
                 watched[watch.name] = target(watch.method)
-                continue
+                return
             case .await(let awaited):
                 (object, saves, response, line) = (
                     awaited.contains, awaited.saves, watched[awaited.name] ?? nil, step.line
                 )
             default:
-                continue
+                return
             }
-            guard let response else { continue }
+            guard let response else { return }
             // A method that answers once sends its response with OK, or an error and no response: a save after an
             // expect of another code passed --check and failed every run ("the call returned no response").
             if let code, code != .ok, let save = saves.first,
@@ -421,6 +445,11 @@ struct ScenarioCommand {
                 }
             }
         }
+        var mistakes: [(line: Int, error: CLIError)] = []
+        for step in scenario.steps {
+            do throws(CLIError) { try check(step) } catch { mistakes.append((step.line, error)) }
+        }
+        return mistakes
     }
 
     /// Checks each request written without `${NAME}`s against its method's type, when this build knows the method,
@@ -428,7 +457,7 @@ struct ScenarioCommand {
     /// this build does not know may still be served by a node the script is run against; the node judges it. The
     /// sandbox's nodes are of this build, though: for them a method its service lacks is a typo, named before any
     /// node starts instead of failing as UNIMPLEMENTED once the steps before it have run.)
-    static func checkRequests(_ scenario: Scenario, nodesOfThisBuild: Bool = true) throws(CLIError) {
+    static func checkRequests(_ scenario: Scenario, nodesOfThisBuild: Bool = true) -> [(line: Int, error: CLIError)] {
         // What each spawned call's join expects, by the spawn's line: its expectation is written under the join.
         var joinedCodes: [Int: WireV1.StatusCode] = [:]
         var pending: [String: Int] = [:]
@@ -442,7 +471,7 @@ struct ScenarioCommand {
             default: break
             }
         }
-        for step in scenario.steps {
+        func check(_ step: ScenarioStep) throws(CLIError) {
             let (keyword, method, request): (String, String, String)
             let party: ScenarioParty
             // A call that expects UNIMPLEMENTED may ask the wrong node on purpose.
@@ -471,8 +500,8 @@ struct ScenarioCommand {
                         "scenario: \(scenario.source):\(step.line): "
                             + error.message.replacing("header: -H: ", with: "header: "))
                 }
-                continue
-            default: continue
+                return
+            default: return
             }
             let place = "scenario: \(scenario.source):\(step.line)"
             let path: String
@@ -535,15 +564,20 @@ struct ScenarioCommand {
                         throw notJSON(error.message)
                     }
                 }
-                continue
+                return
             }
-            guard let target = CallTarget.known(path) else { continue }
+            guard let target = CallTarget.known(path) else { return }
             do {
                 _ = try CallCommand.encode(try JSONTexts.split(request), as: target, from: "the line")
             } catch {
                 throw CLIError(.usage, "\(place): \(error.message.replacing("call: ", with: "\(keyword): "))")
             }
         }
+        var mistakes: [(line: Int, error: CLIError)] = []
+        for step in scenario.steps {
+            do throws(CLIError) { try check(step) } catch { mistakes.append((step.line, error)) }
+        }
+        return mistakes
     }
 
     private func requireExecutables() throws(CLIError) {

@@ -470,6 +470,34 @@ import TokenetTransport
         #expect(lines.dropFirst(2).first?.hasPrefix("tokenet: scenario: \(step):1: unknown step 'calll'") == true)
     }
 
+    /// `--check` names every mistake of a script in line order, those of its lines and those of its requests, and
+    /// none that only follows from another: a refused call's expect and save lines, and the value it saves, pass.
+    @Test func checkNamesEveryMistakeOfAScript() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("many.scenario")
+        try """
+        call bank tokenet.tsp.v1.TspControl/ListTokens
+        expect OK
+        save first tokens[0].digitalCardId
+        echo ${first}
+        call tsp tokenet.tsp.v1.TspControl/ListTokens {"walletAccount": 1}
+        Sleep 1s
+        stop tsp now
+        start tsp
+        echo ${never}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        let lines = check.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix("tokenet: ") }
+        #expect(
+            lines.map { $0.dropFirst("tokenet: scenario: \(file):".count).prefix { $0 != ":" } } == [
+                "1", "5", "6", "7", "9",
+            ],
+            "\(check.stderr)")
+        #expect(lines.first?.hasSuffix("got 'bank'") == true, "\(check.stderr)")
+        #expect(lines.last?.contains("${never} is not saved by an earlier line") == true, "\(check.stderr)")
+    }
+
     /// A method its service lacks is a typo for the sandbox's nodes, which are of this build: named with the
     /// service's methods before any node starts. Nodes given with --wallet may be of another build, which may serve
     /// it: there the node judges.

@@ -293,6 +293,45 @@ import TokenetWire
         #expect(error?.message.hasPrefix(message) == true, "\(error?.message ?? "no error")")
     }
 
+    /// `check` names each refused line and goes on as if the line had done what it was meant to: a refused
+    /// call's expect and save lines pass, the names refused lines save count as saved, a refused stop leaves its
+    /// node stopped; the steps it took are returned.
+    @Test func checkNamesEachMistakeAndNotItsEchoes() {
+        let checked = Scenario.check(
+            """
+            Call tsp a.B/C
+            expect OK
+            save id x
+            echo ${id}
+            save loose y
+            encrypt card 4761 12/29
+            call tsp a.B/C {"data": ${card}}
+            stop tsp later
+            start tsp
+            spawn s bank a.B/C
+            join s
+            expect OK
+            watch w wallet a.B/C
+            await w {}
+            echo ${missing}
+            """, source: "s")
+        #expect(
+            checked.mistakes.map(\.line) == [1, 5, 6, 8, 10, 15], "\(checked.mistakes.map(\.error.message))")
+        #expect(checked.mistakes.allSatisfy { $0.error.message.hasPrefix("s:\($0.line): ") })
+        #expect(checked.scenario.steps.map(\.line) == [4, 7, 9, 11, 13, 14])
+        // The first mistake is what `parse` throws.
+        let first = #expect(throws: ScenarioError.self) { try Scenario.parse("Call tsp a.B/C\nbogus", source: "s") }
+        #expect(first?.message.hasPrefix("s:1: unknown step 'Call'") == true)
+    }
+
+    /// A script of nothing but mistakes is named up to the limit, and the rest is said to be unchecked.
+    @Test func checkStopsAtItsLimit() {
+        let checked = Scenario.check(String(repeating: "bogus\n", count: 30), source: "s", limit: 3)
+        #expect(checked.mistakes.map(\.line) == [1, 2, 3, 3])
+        #expect(
+            checked.mistakes.last?.error.message == "s:3: 3 mistakes so far; the lines after this one are not checked")
+    }
+
     /// `encrypt` keeps the card's fields for the run and saves its name, which later lines may use in JSON.
     @Test func encryptSavesItsName() throws {
         let scenario = try Scenario.parse(
