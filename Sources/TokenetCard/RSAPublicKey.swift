@@ -33,6 +33,14 @@ public final class RSAPublicKey: Sendable, CustomStringConvertible {
 
     /// Loads a `-----BEGIN PUBLIC KEY-----` (SubjectPublicKeyInfo) PEM.
     public convenience init(pem: String) throws(CardError) {
+        // A private key sent where the public one goes is exposed once it has left its owner: said so, not as text
+        // that is merely no public key.
+        if pem.contains("PRIVATE KEY-----") {
+            throw CardError(
+                .invalidKey,
+                "the text is a private key, which must never be sent to another party: make a new key pair (this one "
+                    + "is no longer secret) and send its public key (-----BEGIN PUBLIC KEY-----)")
+        }
         OpenSSLErrorQueue.clear()
         let bio = try MemoryBIO(reading: Array(pem.utf8))
         guard let pointer = PEM_read_bio_PUBKEY(bio.pointer, nil, { _, _, _, _ in 0 }, nil) else {

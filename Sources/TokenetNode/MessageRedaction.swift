@@ -5,7 +5,7 @@ import TokenetWire
 /// security code). A log is read by more people than the parties' own stores, and those values would let a reader
 /// finish a step-up, log in as a cardholder or pass a card check. A card number keeps its last four digits, as on
 /// every line. So does an issuer's push receipt (`payload`), which adds the card to whichever wallet redeems it first
-/// when it names no wallet account or node.
+/// when it names no wallet account or node. A private key sent by mistake is left out whole.
 enum MessageRedaction {
     /// The JSON names of the fields whose values never reach a log.
     static let secretFields: Set<String> = [
@@ -34,6 +34,10 @@ enum MessageRedaction {
                 })
         case .array(let elements):
             return .array(elements.map(redacted))
+        case .string(let text) where text.contains("PRIVATE KEY-----"):
+            // A private key sent by mistake where a public one goes (RegisterIssuer's encryption key): refused,
+            // and not to be copied into the log for every reader of it.
+            return .string("(not shown: a private key)")
         case .string(let text):
             // Masked before the JSON is written: written first, a tab or a line break between the groups of a card
             // number becomes `\t` or `\n`, which the line's own masking does not take for a separator.

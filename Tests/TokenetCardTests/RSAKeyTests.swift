@@ -29,6 +29,16 @@ import Testing
         #expect(try JWE.decrypt(compact, with: reloaded) == Array("x".utf8))
     }
 
+    /// A private key given where the public one goes is named as such, with what to do: it is exposed.
+    @Test func aPrivateKeyGivenAsThePublicOneIsNamed() throws {
+        #expect {
+            try RSAPublicKey(pem: try Fixtures.key.pem())
+        } throws: {
+            ($0 as? CardError)?.message.hasPrefix(
+                "the text is a private key, which must never be sent to another party: make a new key pair") == true
+        }
+    }
+
     @Test func writesKeyFileWithOwnerOnlyPermissions() throws {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -16,6 +16,16 @@ import TokenetWire
         #expect(text == #"{"manual":{"pan":"************0009","expiry":"12/29","cvc":"(secret)"}}"#)
     }
 
+    /// A private key sent by mistake where a public one goes is refused, and never reaches the log.
+    @Test func aPrivateKeyIsLeftOutWhole() throws {
+        var request = TspV1.RegisterIssuerRequest()
+        request.issuerID = "my-bank"
+        request.encryptionPublicKeyPem =
+            "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+        let text = MessageRedaction.redacted(try request.jsonValue()).text()
+        #expect(text == #"{"issuerId":"my-bank","encryptionPublicKeyPem":"(not shown: a private key)"}"#)
+    }
+
     @Test func codesAreLeftOutAndWhatIsEmptyStaysEmpty() throws {
         var request = WalletV1.WalletSubmitOtpRequest()
         request.cardRef = "card-1"
