@@ -105,6 +105,15 @@ final class TSPService: Sendable {
         } catch {
             throw TSPError(.invalidArgument, "\(field) cannot be used: \(error.message)", cause: error)
         }
+        // A code no card has (`abc`, two digits) is the sender's mistake, refused before the issuer compares it
+        // with the card's: sent on, five of them locked the card for a day, each told only that it did not match.
+        if let code = card.cvv2, !code.isEmpty, ManualCardForm.securityCodeProblem(code) != nil {
+            throw TSPError(
+                .invalidArgument,
+                "\(field) cannot be used: the card data's cvv2 is not a security code (3 or 4 digits, as a string); "
+                    + "leave it out when the card has none. The issuer was not asked: no try of the card's code was used"
+            )
+        }
         let named = encrypted.publicKeyIdentifier
         guard named.isEmpty || named == kid else {
             throw TSPError(
@@ -116,12 +125,13 @@ final class TSPService: Sendable {
         return card
     }
 
-    /// A key identifier as a message shows it: quoted, and cut short (a fingerprint has 64 hex digits; a caller's
-    /// mistake may be any length).
+    /// A key identifier as a message shows it: quoted, and cut past the 64 hex digits of a fingerprint (a caller's
+    /// mistake may be any length). Whole up to there: cut at 20, two fingerprints that differ further on could not be
+    /// told apart from the message.
     static func shownKeyID(_ identifier: String) -> String {
         // Masked before it is cut: a card number cut in two would show its first digits in clear.
         let masked = maskPAN(identifier)
-        let shown = masked.unicodeScalars.prefix(20)
+        let shown = masked.unicodeScalars.prefix(64)
         let text = String(String.UnicodeScalarView(shown)).debugDescription
         return shown.count < masked.unicodeScalars.count ? String(text.dropLast()) + "…\"" : text
     }

@@ -114,9 +114,37 @@ import TokenetWire
             try await tsp.checkEligibility(.encryptedCardData(encrypted))
         }
         #expect(error.code == .invalidArgument)
-        #expect(error.message.contains("public_key_identifier \"abababababababababab…\" is not the key the JWE names"))
+        #expect(
+            error.message.contains(
+                "public_key_identifier \"\(String(repeating: "ab", count: 32))\" is not the key the JWE names"))
+        encrypted.publicKeyIdentifier = String(repeating: "ab", count: 40)
+        let long = try await #require(throws: RPCError.self) {
+            try await tsp.checkEligibility(.encryptedCardData(encrypted))
+        }
+        #expect(long.message.contains("public_key_identifier \"\(String(repeating: "ab", count: 32))…\" is not"))
         encrypted.publicKeyIdentifier = ""
         #expect(try await tsp.checkEligibility(.encryptedCardData(encrypted)).eligible)
+    }
+
+    /// A security code no card has is refused before the issuer compares it: sent on, five of them locked the card
+    /// for a day. None at all, or an empty one, is a card without a code.
+    @Test func aSecurityCodeNoCardHasIsRefusedBeforeTheIssuerIsAsked() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        for code in ["abc", "12", "12345", "１２３", " 123"] {
+            var card = TSPHarness.card(TSPHarness.visa)
+            card.cvv2 = code
+            let error = try await #require(throws: RPCError.self) {
+                try await tsp.checkEligibility(.encryptedCardData(try TSPHarness.encrypted(card)))
+            }
+            #expect(error.code == .invalidArgument, "\(code)")
+            #expect(error.message.contains("the card data's cvv2 is not a security code (3 or 4 digits"), "\(code)")
+        }
+        for code in [nil, "", "1234"] {
+            var card = TSPHarness.card(TSPHarness.visa)
+            card.cvv2 = code
+            #expect(try await tsp.checkEligibility(.encryptedCardData(try TSPHarness.encrypted(card))).eligible)
+        }
     }
 
     @Test func alreadyActiveCardIsRefusedForTheSameDeviceOnly() async throws {

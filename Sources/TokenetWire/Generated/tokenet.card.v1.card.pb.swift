@@ -114,9 +114,10 @@ extension CardV1 {
     ///   {"accountNumber": "<13 to 19 digits>", "expirationDate": {"month": "12", "year": "2029"},
     ///    "cvv2": "123", "name": "ALICE MARTIN"}
     /// accountNumber is the card number, digits only; expirationDate gives the month as two digits ("01" to "12") and
-    /// the year as four ("2029", not "29"); cvv2 and name are optional. A JWE that cannot be decrypted or a plaintext
-    /// of another shape (a number for the month, a missing field) is INVALID_ARGUMENT; a card number or expiry that
-    /// fails the card checks makes the card ineligible with a reason.
+    /// the year as four ("2029", not "29"); cvv2 (the card's security code, 3 or 4 digits) and name are optional. A JWE
+    /// that cannot be decrypted or a plaintext of another shape (a number for the month, a missing field, a cvv2 that is
+    /// not 3 or 4 digits, which the issuer is then never asked to compare and so costs the card none of its tries) is
+    /// INVALID_ARGUMENT; a card number or expiry that fails the card checks makes the card ineligible with a reason.
     public struct EncryptedCardData: ProtoMessage {
         public static let protoName = "tokenet.card.v1.EncryptedCardData"
         public static var _protobufC: _ProtoDescriptor {

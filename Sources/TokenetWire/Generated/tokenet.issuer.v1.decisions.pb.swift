@@ -285,8 +285,11 @@ extension IssuerV1 {
         public static let serviceName = "tokenet.issuer.v1.IssuerDecisions"
 
         /// The issuer's own eligibility answer for one of its cards, during the wallet's Provisioning.CheckEligibility,
-        /// after the TSP's own checks passed. Not eligible: the wallet is told ISSUER_DECLINED with `reason`. An error or
-        /// no answer in time: the TSP's checks stand, and the issuer is asked again at digitization.
+        /// after the TSP's own checks passed. Not eligible: the wallet is told ISSUER_DECLINED with `reason`. A refusal
+        /// (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, UNIMPLEMENTED, UNAUTHENTICATED,
+        /// OUT_OF_RANGE or ALREADY_EXISTS) is an answer too: the card is not eligible, ISSUER_DECLINED with the code and the
+        /// status message. Any other error (UNAVAILABLE, INTERNAL, DEADLINE_EXCEEDED…) or no answer in time: the TSP's
+        /// checks stand, and the issuer is asked again at digitization.
         public static let checkCardEligibility = MethodDescriptor<IssuerV1.CardEligibilityRequest, IssuerV1.CardEligibilityResponse>(
             service: serviceName, name: "CheckCardEligibility", kind: .unary, allowedRoles: ["tsp"]
         )
