@@ -26,11 +26,14 @@ public enum DiskSpace {
         }
     }
 
-    /// What to add to a failed start's message when the data directory's disk is (nearly) full; nil otherwise.
-    public static func fullDiskNote(dataDirectory: String, available: UInt64? = nil) -> String? {
+    /// What to add to a failed start's message (or, with `then`, another failed write's) when the data directory's
+    /// disk is (nearly) full; nil otherwise.
+    public static func fullDiskNote(
+        dataDirectory: String, available: UInt64? = nil, then: String = "then start the node again"
+    ) -> String? {
         guard let free = available ?? Self.available(at: dataDirectory), free < nearlyFull else { return nil }
         return "the disk that holds the data directory \(dataDirectory) is full (\(describe(free)) left): free "
-            + "space on it, then start the node again"
+            + "space on it, \(then)"
     }
 
     static func describe(_ bytes: UInt64) -> String {

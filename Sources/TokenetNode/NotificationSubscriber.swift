@@ -260,7 +260,19 @@ public final class NotificationSubscriber: Sendable {
                 throw error
             }
         }
-        try processed.record(id, sequence: notification.sequence)
+        do {
+            try processed.record(id, sequence: notification.sequence)
+        } catch {
+            // Handled, and not handled again while the node runs (the id is kept in memory); but the journal is what
+            // keeps a restart from handling it twice, and a full disk is the operator's to free.
+            let directory = (processed.path as NSString).deletingLastPathComponent
+            let hint =
+                DiskSpace.fullDiskNote(
+                    dataDirectory: directory, then: "and the node records it when the message comes again")
+                ?? "the message was handled; a restart before the file can be written may handle it again"
+            logger.error("cannot record a handled notification", ["message_id": id, "error": "\(error)", "hint": hint])
+            throw error
+        }
     }
 
     /// One acknowledgement worker: syncs the journal, acknowledges a batch, forgets it once confirmed.

@@ -85,14 +85,19 @@ public final class ProcessedNotificationLog: Sendable {
 
     /// Records that the message `id`, at `sequence` in the node's queue, was handled. Ids that cannot be written as
     /// one line are not recorded.
+    ///
+    /// The message was handled whether or not the line reaches the file, so the id and sequence count in memory
+    /// either way: a write that failed (a full disk, an immutable file) left the sequence behind, and every message
+    /// after it was then reported as following "notifications lost" that had all come. The next line written
+    /// carries the sequence to the file.
     public func record(_ id: String, sequence: UInt64 = 0) throws(NodeError) {
         guard Self.isRecordable(id) else { return }
         try state.withLock { state throws(NodeError) in
             guard state.ids.insert(id).inserted else { return }
             let moved = sequence > 0 && sequence != state.highestSequence
+            if moved { state.highestSequence = sequence }
             try Self.append("+" + id + "\n" + (moved ? "=\(sequence)\n" : ""), to: state.descriptor, path: path)
             state.lines += moved ? 2 : 1
-            if moved { state.highestSequence = sequence }
         }
     }
 

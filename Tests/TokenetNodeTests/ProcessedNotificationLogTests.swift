@@ -22,6 +22,28 @@ import Testing
         #expect(reopened.count == 2)
     }
 
+    /// A line that cannot be written (a full disk, an immutable file) still leaves the message handled, at its
+    /// sequence, in memory: left behind, the sequence made every later message look as if messages before it had
+    /// been lost.
+    @Test func aLineThatCannotBeWrittenStillCountsInMemory() throws {
+        let directory = try TemporaryDirectory()
+        let log = try ProcessedNotificationLog.open(directory: directory.url.path)
+        try log.record("a", sequence: 1)
+        // The journal's own descriptor, pointed at /dev/full: every write to it now fails with ENOSPC.
+        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        try #require(full >= 0)
+        defer { close(full) }
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap(Int32.init)
+        let journal = try #require(
+            descriptors.first {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == log.path
+            })
+        try #require(dup2(full, journal) == journal)
+        #expect(throws: NodeError.self) { try log.record("b", sequence: 2) }
+        #expect(log.contains("b"))
+        #expect(log.highestSequence == 2)
+    }
+
     /// The last message's queue sequence survives a reopening and a compaction; a lower one (the queue started
     /// again at the TSP) takes its place, so that losses after it are still found.
     @Test func theLastSequenceSurvivesAndFollowsAQueueThatStartedAgain() throws {
