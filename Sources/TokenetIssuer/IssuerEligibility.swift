@@ -38,8 +38,9 @@ enum IssuerEligibility {
         return HMAC.constantTimeEquals(Array(cvv2.utf8), Array(stored.cvc.utf8))
     }
 
-    /// `evaluate`, with the card's wrong security codes counted in `attempts` and the card refused once they pass
-    /// the limit (`SecurityCodeAttempts`).
+    /// `evaluate`, with the card's wrong security codes counted in `attempts` (those given with the card's expiry:
+    /// with another, the answer names the expiry) and the card refused once they pass the limit
+    /// (`SecurityCodeAttempts`).
     static func evaluate(
         presented card: CardData, stored: StoredCard?, renewed: StoredCard?, asOf date: Date,
         attempts: SecurityCodeAttempts
@@ -53,7 +54,10 @@ enum IssuerEligibility {
                         + "\(until.formatted(Date.ISO8601FormatStyle()))"
                 )
             }
-            if let matches = securityCodeMatches(card, stored) {
+            // Counted only when the answer is about the code: one that names a wrong expiry says nothing of the
+            // code, and five such answers locked the card "for too many wrong security codes" that the cardholder
+            // was never told were wrong.
+            if let matches = securityCodeMatches(card, stored), (try? card.expiry()) == stored.expiry {
                 attempts.record(stored.id, wrong: !matches, at: date)
             }
         }

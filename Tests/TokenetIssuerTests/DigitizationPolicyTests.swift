@@ -139,4 +139,23 @@ import TokenetCard
         // A day after the last wrong code the card is the cardholder's again.
         #expect(try check("123", at: now.addingTimeInterval(24 * 3600 + 1), attempts) == (true, ""))
     }
+
+    /// A wrong code given with a wrong expiry is not counted: the answer names the expiry alone, and five of them
+    /// locked the card for wrong codes the cardholder was never told of.
+    @Test func aCodeGivenWithAWrongExpiryIsNotCounted() throws {
+        let store = try Support.store()
+        let (_, number, expiry) = Cards.visaApprove
+        let stored = try store.card(matching: try PAN(number))
+        let attempts = SecurityCodeAttempts()
+        for _ in 0..<6 {
+            let card = CardData(pan: try PAN(number), expiry: try CardExpiry(parsing: "11/29"), cvv2: "999")
+            let answer = IssuerEligibility.evaluate(
+                presented: card, stored: stored, renewed: nil, asOf: Support.now, attempts: attempts)
+            #expect(answer.1.contains("the expiry date does not match"), "\(answer.1)")
+        }
+        let right = CardData(pan: try PAN(number), expiry: try CardExpiry(parsing: expiry), cvv2: "123")
+        #expect(
+            IssuerEligibility.evaluate(
+                presented: right, stored: stored, renewed: nil, asOf: Support.now, attempts: attempts) == (true, ""))
+    }
 }
