@@ -73,7 +73,9 @@ extension IssuerCardUpdatesService {
         advice.decision = approval.approved ? .approved : .declined
         advice.reason = approval.reason
         do {
-            advice.encryptedCardData = try tsp.encrypt(approval.card, to: issuer)
+            var card = approval.card
+            card.cvv2 = nil
+            advice.encryptedCardData = try tsp.encrypt(card, to: issuer)
         } catch {
             log.warning(
                 "the stand-in's decision cannot be given again: its card data cannot be encrypted to the issuer's key",

@@ -23,7 +23,10 @@ extension TSPService {
             var advice = TspV1.StandInAdviceBody()
             advice.decision = outcome.decision
             advice.reason = outcome.reason
-            advice.encryptedCardData = try encrypt(pending.receipt.card, to: issuer)
+            // Without the security code: the decision is made, and the advice waits in the issuer's queue for days.
+            var card = pending.receipt.card
+            card.cvv2 = nil
+            advice.encryptedCardData = try encrypt(card, to: issuer)
             advice.maskedPAN = try pending.receipt.card.pan().masked
             advice.tokenLast4 = pending.token.tokenLast4
             advice.inputMethod = pending.receipt.inputMethod

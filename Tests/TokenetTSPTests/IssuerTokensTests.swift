@@ -109,6 +109,7 @@ import TokenetWire
         let sealed = try #require(advice.encryptedCardData?.jwe)
         let card = try CardData(json: try JWE.decrypt(sealed, with: FakeIssuer.key))
         #expect(card.accountNumber == TSPHarness.visa)
+        #expect(card.cvv2 == nil)
         #expect(card.expirationDate == CardData.ExpirationDate(month: "12", year: "2030"))
         #expect(tsp.logs.lines.contains { $0.contains("stand-in advice given again to its issuer") })
         #expect(!tsp.logs.lines.joined().contains(TSPHarness.visa))

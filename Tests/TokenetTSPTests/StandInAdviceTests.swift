@@ -44,6 +44,8 @@ import TokenetWire
         let card = try CardData(json: try JWE.decrypt(jwe, with: FakeIssuer.key))
         #expect(card.accountNumber == TSPHarness.visa)
         #expect(!jwe.contains(TSPHarness.visa))
+        // The decision is made: the security code the wallet sent does not wait in the issuer's queue.
+        #expect(card.cvv2 == nil)
     }
 
     @Test func aStandInDeclineIsAdvisedToo() async throws {

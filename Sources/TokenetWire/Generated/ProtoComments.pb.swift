@@ -346,7 +346,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.StandInAdviceBody": "STAND_IN_ADVICE (sender CPS), to the issuer node's queue alone: the TSP's stand-in rule decided a digitization of\none of the issuer's cards because the issuer could not (it was unreachable, too slow, or answered nothing usable;\n`reason` says which). The issuer records the token with its card as if it had decided it, so that its renewals\nand card-wide token changes include it. The notification's card_id is the token's digital card id. Delivered at\nleast once, like every message: a redelivery of an advice already recorded changes nothing. An advice waits in\nthe queue while the issuer node is down, within the broker's retention.",
         "tokenet.tsp.v1.StandInAdviceBody.decided_at_ms": "When the stand-in decided (milliseconds since the epoch).",
         "tokenet.tsp.v1.StandInAdviceBody.decision": "APPROVED (the token is ACTIVE) or DECLINED (the wallet got no token).",
-        "tokenet.tsp.v1.StandInAdviceBody.encrypted_card_data": "The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest.",
+        "tokenet.tsp.v1.StandInAdviceBody.encrypted_card_data": "The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest, but\nwithout its cvv2: the digitization is decided, and the advice may wait in the issuer's queue for days.",
         "tokenet.tsp.v1.StandInAdviceBody.masked_pan": "The card number masked down to its last four digits.",
         "tokenet.tsp.v1.SubmitOtpResponse.state_version": "The version of token_state (DigitizeResponse.state_version).",
         "tokenet.tsp.v1.SubmitOtpResponse.tries_left": "INCORRECT_CODE: how many more codes may be tried.",

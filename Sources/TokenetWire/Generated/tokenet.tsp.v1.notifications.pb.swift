@@ -509,7 +509,8 @@ extension TspV1 {
 
         public var reason: String = ""
 
-        /// The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest.
+        /// The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest, but
+        /// without its cvv2: the digitization is decided, and the advice may wait in the issuer's queue for days.
         public var encryptedCardData: CardV1.EncryptedCardData? = nil
 
         /// The card number masked down to its last four digits.

@@ -283,7 +283,8 @@ struct  Tokenet__Tsp__V1__StandInAdviceBody
   Tokenet__Card__V1__ProvisioningDecision decision;
   char *reason;
   /*
-   * The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest.
+   * The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest, but
+   * without its cvv2: the digitization is decided, and the advice may wait in the issuer's queue for days.
    */
   Tokenet__Card__V1__EncryptedCardData *encrypted_card_data;
   /*
