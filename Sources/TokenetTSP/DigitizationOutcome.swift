@@ -69,6 +69,36 @@ struct DigitizationOutcome: Sendable, Equatable {
         }
     }
 
+    /// What is wrong with an answer `issuer(_:)` could not use, for the issuer's developers (the TSP's log and the
+    /// stand-in's advice): which method of a step-up cannot be selected and why, or the decision it lacks.
+    static func unusableAnswerProblem(_ answer: IssuerV1.AuthorizeDigitizationResponse) -> String {
+        guard answer.decision == .requireAdditionalAuthentication else {
+            let name = answer.decision.protoValueName ?? "\(answer.decision.rawValue), not a decision of this protocol"
+            return "the issuer answered without a decision (decision \(name))"
+        }
+        let methods = answer.idvMethods
+        guard !methods.isEmpty else { return "the issuer asked for a step-up and offered no ID&V method" }
+        var firstWithID: [String: Int] = [:]
+        for (index, method) in methods.enumerated() {
+            let number = index + 1
+            guard !method.id.isEmpty else {
+                return "the issuer asked for a step-up, and its ID&V method \(number) has no id (the wallet selects a "
+                    + "method by its id)"
+            }
+            if let first = firstWithID[method.id] {
+                return "the issuer asked for a step-up, and its ID&V methods \(first) and \(number) share the id "
+                    + "\(TSPService.peerText(method.id).debugDescription) (the wallet selects a method by its id)"
+            }
+            firstWithID[method.id] = number
+            guard selectableTypes.contains(method.type) else {
+                let type = method.type.protoValueName ?? "\(method.type.rawValue)"
+                return "the issuer asked for a step-up, and its ID&V method \(number) has the type \(type), which no "
+                    + "wallet can select (IDV_METHOD_TYPE_OTP_SMS, _OTP_EMAIL, _APP_TO_APP or _CALL_CENTER)"
+            }
+        }
+        return "the issuer asked for a step-up and offered no usable ID&V method"
+    }
+
     /// The issuer answered the question with an error that refuses it (the request was wrong for it, the card is
     /// not its own, it may not be asked): it was reached, so the stand-in, which stands in for an issuer that cannot
     /// be reached or is too slow, does not decide. The card is declined with the issuer's words.

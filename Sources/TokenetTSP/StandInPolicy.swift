@@ -20,18 +20,21 @@ public struct StandInPolicy: Sendable, Equatable {
         case decline(reason: String)
     }
 
-    public func decide(risk: CardV1.WalletRiskData?) -> Decision {
+    /// The decision for `risk`; a decline's reason starts with `issuer`, what became of the issuer's answer ("the
+    /// issuer did not answer", or that its answer could not be used: a wallet told the issuer "did not answer" when
+    /// it had answered sent the issuer's developers looking at the network).
+    public func decide(risk: CardV1.WalletRiskData?, issuer: String = "the issuer did not answer") -> Decision {
         guard let risk else {
-            return .decline(reason: "the issuer did not answer and the wallet sent no risk data (stand-in declined)")
+            return .decline(reason: "\(issuer) and the wallet sent no risk data (stand-in declined)")
         }
         guard risk.recommendation == .approve else {
-            return .decline(reason: "the issuer did not answer and the wallet did not recommend approval (stand-in)")
+            return .decline(reason: "\(issuer) and the wallet did not recommend approval (stand-in)")
         }
         let scoresKnown = risk.accountScore >= 1 && risk.deviceScore >= 1
         guard scoresKnown, risk.accountScore <= maximumApprovedScore, risk.deviceScore <= maximumApprovedScore else {
             return .decline(
-                reason: "the issuer did not answer and the risk (account \(risk.accountScore), device "
-                    + "\(risk.deviceScore)) is above the stand-in approval limit \(maximumApprovedScore)")
+                reason: "\(issuer) and the risk (account \(risk.accountScore), device \(risk.deviceScore)) is above "
+                    + "the stand-in approval limit \(maximumApprovedScore)")
         }
         return .approve
     }

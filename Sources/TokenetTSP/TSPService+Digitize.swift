@@ -141,6 +141,9 @@ extension TSPService {
         _ pending: PendingDigitization, request: TspV1.DigitizeRequest, held: HeldSuspension?, log: Logger
     ) async throws(TSPError) -> DigitizationOutcome? {
         let problem: String
+        // What the wallet's decline says of the issuer; its answer's fault is the issuer's to read (the log, the
+        // stand-in's advice).
+        var issuerOutcome = "the issuer did not answer"
         let options = CallOptions.answeringInTime(atMost: configuration.issuerDeadline)
         do {
             guard let issuerRecord = try store.issuers().first(where: { $0.id == pending.token.issuerID }) else {
@@ -161,11 +164,8 @@ extension TSPService {
                 question, options: options)
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
             if Task.isCancelled { return nil }
-            problem =
-                answer.decision == .requireAdditionalAuthentication
-                ? "the issuer asked for a step-up and offered no usable ID&V method (each needs an id of its own and a "
-                    + "type)"
-                : "the issuer answered without a decision"
+            problem = DigitizationOutcome.unusableAnswerProblem(answer)
+            issuerOutcome = "the issuer's answer could not be used"
             log.warning(
                 "issuer answer unusable; applying the stand-in rule",
                 ["issuer_id": pending.token.issuerID, "problem": problem])
@@ -216,8 +216,8 @@ extension TSPService {
         }
         // The issuer alone may judge a card whose suspension stands: a stand-in approval would lift it.
         let standIn =
-            held.map { .decline(reason: "the issuer did not answer and \($0.summary) (stand-in declined)") }
-            ?? configuration.standIn.decide(risk: request.risk)
+            held.map { .decline(reason: "\(issuerOutcome) and \($0.summary) (stand-in declined)") }
+            ?? configuration.standIn.decide(risk: request.risk, issuer: issuerOutcome)
         return .standIn(standIn, issuerProblem: problem)
     }
 }

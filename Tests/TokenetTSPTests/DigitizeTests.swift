@@ -345,7 +345,17 @@ import TokenetWire
         let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: nil)
         #expect(response.decision == .declined)
         #expect(response.decidedBy == "stand-in")
-        #expect(response.declineReason.contains("no risk data"))
+        // The issuer answered: the wallet is not told that it did not.
+        #expect(
+            response.declineReason
+                == "the issuer's answer could not be used and the wallet sent no risk data (stand-in declined)")
+        let token = try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.first
+        let history = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: try #require(token?.digitalCardID)))
+        #expect(
+            history.events.last?.reason.contains(
+                "(the issuer answered without a decision (decision PROVISIONING_DECISION_UNSPECIFIED))") == true,
+            "\(String(describing: history.events.last?.reason))")
     }
 
     /// A step-up without any ID&V method would leave the token INACTIVE with nothing the wallet can do: the stand-in
@@ -358,28 +368,45 @@ import TokenetWire
         #expect(response.decidedBy == "stand-in")
         let history = try await tsp.control.tokenHistory(
             TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))
-        #expect(history.events.last?.reason.contains("offered no usable ID&V method") == true)
+        #expect(
+            history.events.last?.reason.contains("the issuer asked for a step-up and offered no ID&V method") == true)
     }
 
     /// Methods the cardholder could not choose between (two with one id, one without an id or a type) make the
     /// step-up as unusable as one without methods: the wallet selects a method by its id, and with two named "x"
     /// the code went by the second whichever was meant.
+    /// The history (and the TSP's log, and the stand-in's advice to the issuer) names the method and what is
+    /// wrong with it.
     @Test(arguments: [
-        [
-            CardV1.IdvMethod(id: "x", type: .otpSms, maskedValue: "***-***-1234"),
-            CardV1.IdvMethod(id: "x", type: .otpEmail, maskedValue: "j***@example.com"),
-        ],
-        [CardV1.IdvMethod(id: "", type: .otpSms, maskedValue: "***-***-1234")],
-        [CardV1.IdvMethod(id: "sms-1", type: .unspecified, maskedValue: "***-***-1234")],
+        (
+            [
+                CardV1.IdvMethod(id: "x", type: .otpSms, maskedValue: "***-***-1234"),
+                CardV1.IdvMethod(id: "x", type: .otpEmail, maskedValue: "j***@example.com"),
+            ], "its ID&V methods 1 and 2 share the id \"x\""
+        ),
+        ([CardV1.IdvMethod(id: "", type: .otpSms, maskedValue: "***-***-1234")], "its ID&V method 1 has no id"),
+        (
+            [
+                CardV1.IdvMethod(id: "sms-1", type: .otpSms, maskedValue: "***-***-1234"),
+                CardV1.IdvMethod(id: "sms-2", type: .unspecified, maskedValue: "***-***-1234"),
+            ], "its ID&V method 2 has the type IDV_METHOD_TYPE_UNSPECIFIED, which no wallet can select"
+        ),
         // A type from a newer protocol, which this TSP could not select either.
-        [CardV1.IdvMethod(id: "push-1", type: .unrecognized(7), maskedValue: "Bank A")],
+        (
+            [CardV1.IdvMethod(id: "push-1", type: .unrecognized(7), maskedValue: "Bank A")],
+            "its ID&V method 1 has the type 7, which no wallet can select"
+        ),
     ])
-    func aStepUpWithMethodsNoOneCanSelectGoesToStandIn(methods: [CardV1.IdvMethod]) async throws {
+    func aStepUpWithMethodsNoOneCanSelectGoesToStandIn(methods: [CardV1.IdvMethod], problem: String) async throws {
         let tsp = try TSPHarness.make()
         tsp.issuer.set(.stepUpWith(methods))
         let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
         #expect(response.decidedBy == "stand-in")
         #expect(response.idvMethods.isEmpty)
+        let history = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))
+        let reason = history.events.last?.reason ?? ""
+        #expect(reason.contains(problem), "\(reason)")
     }
 
     /// A card number in an issuer's own words (a decline reason, a method's destination) is masked before the

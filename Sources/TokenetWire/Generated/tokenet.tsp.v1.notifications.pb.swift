@@ -250,13 +250,17 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    /// REPLENISHMENT says one of two things, told apart by whom it reaches and by its body. To the issuer app: the TSP
+    /// issued a batch of payment keys (Lifecycle.ReplenishPaymentKeys), with both fields set. To a wallet, with an empty
+    /// body (both fields 0): the TSP asks it to replenish now (TspControl.RequestReplenishment); the wallet answers with
+    /// Lifecycle.ReplenishPaymentKeys for the token named by the notification's card id.
     public struct ReplenishmentBody: ProtoMessage {
         public static let protoName = "tokenet.tsp.v1.ReplenishmentBody"
         public static var _protobufC: _ProtoDescriptor {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__replenishment_body())
         }
 
-        /// Limited-use payment keys issued in this batch and left before it.
+        /// Limited-use payment keys issued in this batch and left before it; 0 and 0 in a request to replenish.
         public var keysIssued: UInt32 = 0
 
         public var keysRemainingBefore: UInt32 = 0

@@ -169,11 +169,17 @@ struct  Tokenet__Tsp__V1__CardStateBody
     , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
+/*
+ * REPLENISHMENT says one of two things, told apart by whom it reaches and by its body. To the issuer app: the TSP
+ * issued a batch of payment keys (Lifecycle.ReplenishPaymentKeys), with both fields set. To a wallet, with an empty
+ * body (both fields 0): the TSP asks it to replenish now (TspControl.RequestReplenishment); the wallet answers with
+ * Lifecycle.ReplenishPaymentKeys for the token named by the notification's card id.
+ */
 struct  Tokenet__Tsp__V1__ReplenishmentBody
 {
   ProtobufCMessage base;
   /*
-   * Limited-use payment keys issued in this batch and left before it.
+   * Limited-use payment keys issued in this batch and left before it; 0 and 0 in a request to replenish.
    */
   uint32_t keys_issued;
   uint32_t keys_remaining_before;
