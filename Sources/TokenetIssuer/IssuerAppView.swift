@@ -48,7 +48,12 @@ public struct AppViewTable: Equatable, Sendable {
             rows[event.digitalCardID] = Row(tokenState: event.tokenState, updatedBy: name, removed: false)
         case .tokenizedCardRemoved:
             guard !event.digitalCardID.isEmpty else { return }
-            let state = rows[event.digitalCardID]?.tokenState ?? event.tokenState
+            // A wallet removes a card whose token is DEACTIVATED, and says so: that state stands whatever came
+            // before. A TSP's CARD_STATE DEACTIVATED that arrived before the wallet's event adding the card (a token
+            // replaced as it was added) changed no row, and the row kept the added event's INACTIVE for good.
+            let state =
+                event.tokenState == .deactivated
+                ? .deactivated : rows[event.digitalCardID]?.tokenState ?? event.tokenState
             rows[event.digitalCardID] = Row(tokenState: state, updatedBy: name, removed: true)
         case .selectedCardChanged:
             selectedDigitalCardID = event.digitalCardID

@@ -37,6 +37,19 @@ import TokenetWire
         #expect(table.response.selectedDigitalCardID == "")
     }
 
+    /// The TSP's DEACTIVATED of a token replaced as it was added can come before the wallet's event adding it, and
+    /// changes no row then: the wallet's removal, which says DEACTIVATED, is what the row ends with. It kept the
+    /// added event's INACTIVE for good.
+    @Test func aRemovalSaysDeactivatedWhateverCameBefore() {
+        var table = AppViewTable()
+        table.apply(pull: Self.pull([]))
+        table.apply(cardState: .deactivated, digitalCardID: Self.visa)
+        table.apply(event: Self.event(1, .tokenizedCardAdded, Self.visa, .inactive))
+        table.apply(event: Self.event(2, .tokenizedCardRemoved, Self.visa, .deactivated))
+        #expect(table.response.cards.map(\.tokenState) == [.deactivated])
+        #expect(table.response.cards.map(\.removed) == [true])
+    }
+
     @Test func thePullFillsTheTableAndEventsChangeIt() {
         var table = AppViewTable()
         table.apply(pull: Self.pull([(Self.visa, .inactive)]))
