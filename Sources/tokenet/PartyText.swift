@@ -90,6 +90,14 @@ enum PartyText {
         let card = response.card ?? WalletV1.WalletCard()
         let token = "digital card \(card.digitalCardID) (\(scheme(card.scheme)) token ending \(card.tokenLast4))"
         switch response.decision {
+        case .approved where card.state == .suspended || card.state == .deactivated:
+            // Approved when it was digitized, and changed since: "APPROVED: … is DEACTIVATED" read as a new approval
+            // of a dead token.
+            let next =
+                card.state == .deactivated
+                ? "it was deleted; add the card again to digitize it anew"
+                : "it was suspended; tokenet wallet resume can lift a suspension the wallet made"
+            return "\(card.cardRef): was APPROVED when it was digitized; \(token) is now \(state(card.state)): \(next)."
         case .approved:
             return "\(card.cardRef): APPROVED: \(token) is \(state(card.state))."
         case .declined:

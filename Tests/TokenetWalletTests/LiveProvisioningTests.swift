@@ -120,6 +120,16 @@ import TokenetTestSupport
             if replenished == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(replenished?.contains("trace_id=\(trace)") == true, "\(wallet.stderr)")
+        // Asked again once the token is deleted, the answer is the digitization's, with what became of it: "APPROVED:
+        // … is DEACTIVATED" read as a new approval.
+        let deleted = try await tokenet(["wallet", "delete", wallet.listen, "card-1", "--reason", "USER_REQUEST"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        let again = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(
+            again.stdout.hasPrefix("card-1: was APPROVED when it was digitized; digital card \(digitalCardID)"),
+            "\(again.stdout)")
+        #expect(again.stdout.contains("is now DEACTIVATED: it was deleted; add the card again"), "\(again.stdout)")
         for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("4761000010000009")) }
     }
 
