@@ -224,7 +224,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         var response = IssuerV1.AuthorizeAppSessionResponse(
             digitalCardID: session.digitalCardID, result: result, reason: reason, tokenState: tokenState)
         guard let wallet else {
-            response.walletError = "issuer-node was started without --wallet, so the wallet was not told"
+            response.walletError = "issuer-node was started without --wallet"
             return response
         }
         // To the wallet that opened the app only: the issuer's --wallet may be another wallet node, which was told

@@ -99,7 +99,10 @@ import TokenetWire
     }
 
     @Test(arguments: [
-        (#"{"nope": 1}"#, #"unknown field "nope" in tokenet.testing.v1.Scalars"#),
+        (#"{"nope": 1}"#, #"unknown field "nope" in tokenet.testing.v1.Scalars (its fields: fDouble, fFloat, "#),
+        // A name close to a field's is named with it: a slip, or part of the name.
+        (#"{"fInt3": 1}"#, #"unknown field "fInt3" in tokenet.testing.v1.Scalars; did you mean "fInt32"?"#),
+        (#"{"fstrng": "x"}"#, #"did you mean "fString"?"#),
         (#"{"fInt32": 1, "f_int32": 2}"#, #"field "f_int32" appears twice"#),
         (#"{"fInt32": 2147483648}"#, "tokenet.testing.v1.Scalars.f_int32: 2147483648 is out of range"),
         (#"{"fInt32": 1.5}"#, "1.5 is not a whole number"),

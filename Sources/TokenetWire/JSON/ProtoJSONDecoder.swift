@@ -24,7 +24,9 @@ struct ProtoJSONDecoder {
         var oneofOwners: [Int: String] = [:]
         for (key, value) in members {
             guard let field = Self.field(named: key, in: descriptor) else {
-                throw WireError(.invalidJSON, "unknown field \"\(key)\" in \(messageName)")
+                throw WireError(
+                    .invalidJSON,
+                    "unknown field \"\(key)\" in \(messageName)\(Self.fieldHint(for: key, in: descriptor))")
             }
             guard seen.insert(field.number).inserted else {
                 throw WireError(.invalidJSON, "field \"\(key)\" appears twice in \(messageName)")
@@ -60,6 +62,51 @@ struct ProtoJSONDecoder {
 
     /// The field named `key` (its proto or JSON name). protobuf-c looks names up as C strings, which end at a NUL:
     /// a key with one (`"f_int32\u0000x"`) named no field, but was taken for the field named by the part before it.
+    /// What to write instead of the unknown field `key`: the field it is close to (`reason` for `reasonCode`,
+    /// `stauts` for `status`), or the message's fields when none is, or nothing for a message without fields. The
+    /// enum's values were listed for a wrong value, and a wrong field name sent the person to the .proto.
+    static func fieldHint(for key: String, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> String {
+        let names = (0..<Int(descriptor.pointee.n_fields)).map {
+            ProtoJSONEncoder.jsonName(ProtoField(descriptor, field: descriptor.pointee.fields + $0).name)
+        }
+        guard !names.isEmpty else { return " (it has no fields)" }
+        let typed = key.lowercased()
+        // Part of a name first (`reason` for `reasonCode`), else the names fewest slips away.
+        var close = names.filter { name in
+            let lowered = name.lowercased()
+            return typed.count >= 3 && (lowered.hasPrefix(typed) || typed.hasPrefix(lowered))
+        }
+        if close.isEmpty {
+            let slips = typed.count <= 4 ? 1 : 2
+            let distances = names.map { editDistance($0.lowercased(), typed, atMost: slips) }
+            if let fewest = distances.min(), fewest <= slips {
+                close = zip(names, distances).filter { $0.1 == fewest }.map(\.0)
+            }
+        }
+        if !close.isEmpty {
+            return "; did you mean " + close.map { "\"\($0)\"" }.joined(separator: " or ") + "?"
+        }
+        let shown = names.prefix(24).joined(separator: ", ")
+        return " (its fields: \(shown)\(names.count > 24 ? ", …" : ""))"
+    }
+
+    /// The Levenshtein distance between `a` and `b`, or `limit + 1` once it is past `limit`.
+    static func editDistance(_ a: String, _ b: String, atMost limit: Int) -> Int {
+        let a = Array(a.unicodeScalars)
+        let b = Array(b.unicodeScalars)
+        guard abs(a.count - b.count) <= limit else { return limit + 1 }
+        var previous = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            guard current.min() ?? 0 <= limit else { return limit + 1 }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
     static func field(named key: String, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> ProtoField? {
         guard !key.utf8.contains(0) else { return nil }
         if let pointer = protobuf_c_message_descriptor_get_field_by_name(descriptor, key) {
