@@ -84,7 +84,8 @@ public final class Database: Sendable {
             throw StorageError(
                 .readOnly,
                 "database \(path) is not writable (SQLite could open it for reading only); check the permissions "
-                    + "and owner of the file, of its -wal and -shm files and of its directory")
+                    + "and owner of the file, of its -wal and -shm files and of its directory, their immutable "
+                    + "attribute (`lsattr`) and the mount")
         }
         try configure(connection, options: options, inMemory: false)
         // Opened once the file is in WAL mode, which is what lets it read while the other connection writes.
