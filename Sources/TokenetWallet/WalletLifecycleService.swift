@@ -268,7 +268,8 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
     {
         WalletV1.PaymentKeysResponse(
             cardRef: card.cardRef, digitalCardID: id, keysRemaining: keys.remaining,
-            threshold: WalletTokenUpdates.keyThreshold, batches: keys.batches, replenished: replenished)
+            threshold: WalletTokenUpdates.keyThreshold, batches: keys.batches, replenished: replenished,
+            tokenState: card.result?.tokenState ?? .unspecified)
     }
 
     private func digitalCard(_ ref: String) throws(WalletError) -> (WalletCardRecord, String) {

@@ -133,8 +133,16 @@ extension PartyText {
     static func paymentKeys(_ response: WalletV1.PaymentKeysResponse, paid: Bool) -> String {
         let left = response.keysRemaining == 1 ? "1 payment key left" : "\(response.keysRemaining) payment keys left"
         let batches = response.batches == 1 ? "1 batch" : "\(response.batches) batches"
-        return "\(response.cardRef): \(paid ? "paid with one payment key; " : "")\(left) (the wallet fetches a new "
-            + "batch at \(response.threshold) or fewer; \(batches) so far)"
+        // Keys come to an ACTIVE token only: "fetches a new batch at 3 or fewer" under a deleted card promised keys
+        // that would never come.
+        let when =
+            switch response.tokenState {
+            case .deactivated: "the token is DEACTIVATED: it gets no more keys"
+            case .suspended: "the token is SUSPENDED: no batch is fetched until it is resumed"
+            case .inactive: "the token is INACTIVE: its first batch comes once it is activated"
+            default: "the wallet fetches a new batch at \(response.threshold) or fewer"
+            }
+        return "\(response.cardRef): \(paid ? "paid with one payment key; " : "")\(left) (\(when); \(batches) so far)"
             + (response.replenished ? "; a new batch was fetched" : "")
             + (response.replenishmentProblem.isEmpty
                 ? ""

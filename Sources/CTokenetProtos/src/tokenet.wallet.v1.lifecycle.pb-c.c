@@ -911,7 +911,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__payment_keys_request__desc
   (ProtobufCMessageInit) tokenet__wallet__v1__payment_keys_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__payment_keys_response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__payment_keys_response__field_descriptors[8] =
 {
   {
     "card_ref",
@@ -997,6 +997,18 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__payment_keys_response
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token_state",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__PaymentKeysResponse, token_state),
+    &tokenet__card__v1__token_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__payment_keys_response__field_indices_by_name[] = {
   4,   /* field[4] = batches */
@@ -1006,11 +1018,12 @@ static const unsigned tokenet__wallet__v1__payment_keys_response__field_indices_
   5,   /* field[5] = replenished */
   6,   /* field[6] = replenishment_problem */
   3,   /* field[3] = threshold */
+  7,   /* field[7] = token_state */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__payment_keys_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__payment_keys_response__descriptor =
 {
@@ -1020,7 +1033,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__payment_keys_response__des
   "Tokenet__Wallet__V1__PaymentKeysResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__PaymentKeysResponse),
-  7,
+  8,
   tokenet__wallet__v1__payment_keys_response__field_descriptors,
   tokenet__wallet__v1__payment_keys_response__field_indices_by_name,
   1,  tokenet__wallet__v1__payment_keys_response__number_ranges,

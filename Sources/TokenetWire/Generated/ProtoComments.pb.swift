@@ -413,6 +413,7 @@ extension ProtoRegistry {
         "tokenet.wallet.v1.PaymentKeysResponse.replenished": "True when this call fetched a new batch.",
         "tokenet.wallet.v1.PaymentKeysResponse.replenishment_problem": "Set when the payment took its key but the new batch it asked for could not be fetched: why. The payment went\nthrough; the next one asks again.",
         "tokenet.wallet.v1.PaymentKeysResponse.threshold": "At or below this many keys the wallet asks for a new batch.",
+        "tokenet.wallet.v1.PaymentKeysResponse.token_state": "The token's state: keys are fetched for an ACTIVE token only, and a DEACTIVATED one has none left.",
         "tokenet.wallet.v1.PushCardDataRequest.wallet_account_id": "One of the wallet's accounts (its configured account, or one the person has made active); NOT_FOUND otherwise.\nEmpty: the account active in the wallet now, the one its AddCard redeems push sessions for.",
         "tokenet.wallet.v1.SelectionResponse.changed": "False when the request chose what was already chosen (no event is emitted then).",
         "tokenet.wallet.v1.SelectionResponse.selected_card_ref": "The active account's selected card; empty when it has none. Never a card whose token was deleted: the selection\nthen goes back to the card the account selected before, else to its first ACTIVE card (picked at the deletion,\nand kept), else to none.",

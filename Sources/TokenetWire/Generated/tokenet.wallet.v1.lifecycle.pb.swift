@@ -331,6 +331,9 @@ extension WalletV1 {
         /// through; the next one asks again.
         public var replenishmentProblem: String = ""
 
+        /// The token's state: keys are fetched for an ACTIVE token only, and a DEACTIVATED one has none left.
+        public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+
         public init() {}
 
         public init(
@@ -340,7 +343,8 @@ extension WalletV1 {
             threshold: UInt32 = 0,
             batches: UInt32 = 0,
             replenished: Bool = false,
-            replenishmentProblem: String = ""
+            replenishmentProblem: String = "",
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
         ) {
             self.cardRef = cardRef
             self.digitalCardID = digitalCardID
@@ -349,6 +353,7 @@ extension WalletV1 {
             self.batches = batches
             self.replenished = replenished
             self.replenishmentProblem = replenishmentProblem
+            self.tokenState = tokenState
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -359,6 +364,7 @@ extension WalletV1 {
             self.batches = try reader.read(5)
             self.replenished = try reader.read(6)
             self.replenishmentProblem = try reader.read(7)
+            self.tokenState = try reader.read(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -369,6 +375,7 @@ extension WalletV1 {
             try writer.write(5, batches)
             try writer.write(6, replenished)
             try writer.write(7, replenishmentProblem)
+            try writer.write(8, tokenState)
         }
     }
 }

@@ -2432,6 +2432,7 @@ extension WalletV1.PaymentKeysResponse {
         base.batches = 3999999995
         base.replenished = true
         base.replenishmentProblem = "replenishment_problem-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
         return [base]
     }
 }
