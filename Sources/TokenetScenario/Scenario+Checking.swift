@@ -22,6 +22,9 @@ extension Scenario {
         let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
         // The call, spawn's join, watch's await… that a line refused: its expect and save lines are passed over.
         var skippingAttached = false
+        // A refused line that may have been a join or meant for a spawned call (`join`, `spawn` of a name not yet
+        // joined, an `expect` or `save` written under the spawn, a step misspelt): a spawn left unjoined is its echo.
+        var mayHaveJoined = false
         for (index, rawLine) in lines.enumerated() {
             let number = index + 1
             let line = String(rawLine)
@@ -51,11 +54,15 @@ extension Scenario {
                     return (Scenario(source: source, steps: parser.steps), mistakes)
                 }
                 skippingAttached = parser.recover(afterRefusing: line, number: number)
+                let keyword = line.trimmingWhitespace().firstWord().0.lowercased()
+                if ["join", "spawn", "expect", "save"].contains(keyword) || !Scenario.isStep(keyword) {
+                    mayHaveJoined = true
+                }
             }
         }
-        // A spawned call nobody joins would have its outcome go unjudged, and a failure pass unseen. Told once the
-        // lines are right: a refused line is often the join, or the expect meant for it.
-        if mistakes.isEmpty, let (name, line) = parser.spawned.min(by: { $0.value < $1.value }) {
+        // A spawned call nobody joins would have its outcome go unjudged, and a failure pass unseen. Not told beside
+        // a refused line that may have been its join.
+        if !mayHaveJoined, let (name, line) = parser.spawned.min(by: { $0.value < $1.value }) {
             mistakes.append(
                 (
                     line,
@@ -75,7 +82,13 @@ extension Scenario {
                     )
                 ))
         }
+        mistakes.sort { $0.line < $1.line }
         return (Scenario(source: source, steps: parser.steps), mistakes)
+    }
+
+    /// Whether `word` is a step of the language.
+    static func isStep(_ word: String) -> Bool {
+        steps.split(separator: ", ").contains(Substring(word))
     }
 }
 
@@ -92,6 +105,8 @@ extension Scenario.Parser {
         if keyword != "expect" && keyword != "save" { openCall = nil }
         let named = ScenarioVariables.isValidName(first)
         let party = ScenarioParty(rawValue: first)
+        // A name the line used and no line saved is told once: its other uses are the same mistake.
+        for name in ScenarioVariables.references(in: rest) { saved.insert(name) }
         switch keyword {
         case "save": keepSavedName(first)
         case "encrypt" where named:
@@ -110,7 +125,8 @@ extension Scenario.Parser {
         case "resume": if let party { paused.remove(party) }
         default: break
         }
-        return ["call", "join", "await"].contains(keyword)
+        // A step misspelt (`calll`) is most likely a call: its expect and save lines are its echoes too.
+        return ["call", "join", "await"].contains(keyword) || !Scenario.isStep(keyword)
     }
 
     /// A `save` line passed over or refused still names a value the lines below may use.

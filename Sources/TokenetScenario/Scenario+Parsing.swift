@@ -189,8 +189,13 @@ extension Scenario {
             func fail(_ message: String) -> ScenarioError { ScenarioError(.syntax, "\(number): \(message)") }
 
             for name in ScenarioVariables.references(in: rest) where !saved.contains(name) {
+                // A slip in the name (`${session}` for a `save sesion …`) is named with the one saved.
+                let close = EditDistance.closest(to: name, among: saved.sorted())
+                let meant =
+                    close.isEmpty ? "" : "; did you mean " + close.map { "${\($0)}" }.joined(separator: " or ") + "?"
                 throw ScenarioError(
-                    .undefinedVariable, "\(number): ${\(name)} is not saved by an earlier line (save \(name) FIELD)")
+                    .undefinedVariable,
+                    "\(number): ${\(name)} is not saved by an earlier line (save \(name) FIELD)\(meant)")
             }
             // The card data `encrypt` keeps is an object: quoted, it would go into the request as a string's text.
             if ["call", "watch", "await", "expect", "spawn"].contains(keyword),
@@ -422,7 +427,7 @@ extension Scenario {
                 }
                 // Status codes are read in any case, steps are not: the list alone left `Call` looking like a step.
                 let lowered = keyword.lowercased()
-                if lowered != keyword, Scenario.steps.split(separator: ", ").contains(Substring(lowered)) {
+                if lowered != keyword, Scenario.isStep(lowered) {
                     throw fail(
                         "unknown step '\(clipped(keyword))': steps are written in lower case; write '\(lowered)'")
                 }

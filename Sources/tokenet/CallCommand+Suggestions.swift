@@ -1,5 +1,6 @@
 import TokenetNode
 import TokenetRPC
+import TokenetWire
 
 extension CallCommand {
     /// The node's refusal of a method it does not serve, with the method meant when the node serves one by a close
@@ -54,23 +55,6 @@ extension CallCommand {
         // One slip in a name of four letters or fewer, two in a longer one: two slips leave little of a short name
         // (`Wxyz` is not `Watch`).
         let slips = typedShort.count <= 4 ? 1 : 2
-        return editDistance(short.lowercased(), typedShort.lowercased(), atMost: slips) <= slips
-    }
-
-    /// The Levenshtein distance between `a` and `b`, or `limit + 1` once it is past `limit`.
-    static func editDistance(_ a: String, _ b: String, atMost limit: Int) -> Int {
-        let a = Array(a)
-        let b = Array(b)
-        guard abs(a.count - b.count) <= limit else { return limit + 1 }
-        guard !a.isEmpty, !b.isEmpty else { return min(max(a.count, b.count), limit + 1) }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return min(previous[b.count], limit + 1)
+        return EditDistance.between(short.lowercased(), typedShort.lowercased(), atMost: slips) <= slips
     }
 }

@@ -7,13 +7,21 @@ import TokenetTransport
 /// implementation of a party, or nodes started by hand. Such nodes can only be called: steps that fault a link or
 /// stop, kill or start a node need the sandbox's own nodes and proxies, and are refused before anything runs.
 extension ScenarioCommand {
-    func checkAttachable(_ scenario: Scenario) throws(CLIError) {
+    /// The steps of `scenario` that nodes given with --tsp, --issuer and --wallet cannot run: faults and node
+    /// control, and calls of a party not given. Every one, with its line.
+    func attachableMistakes(_ scenario: Scenario) -> [(line: Int, error: CLIError)] {
+        var mistakes: [(line: Int, error: CLIError)] = []
         for step in scenario.steps {
             if step.action.controlsProcesses {
-                throw CLIError(
-                    .usage,
-                    "scenario: \(scenario.source):\(step.line): faults, stop, kill, start and pause need the nodes the scenario "
-                        + "starts itself; run it without --tsp, --issuer and --wallet")
+                mistakes.append(
+                    (
+                        step.line,
+                        CLIError(
+                            .usage,
+                            "scenario: \(scenario.source):\(step.line): faults, stop, kill, start and pause need the nodes "
+                                + "the scenario starts itself; run it without --tsp, --issuer and --wallet")
+                    ))
+                continue
             }
             let party: ScenarioParty? =
                 switch step.action {
@@ -25,47 +33,57 @@ extension ScenarioCommand {
                 default: nil
                 }
             if let party, attached[party] == nil {
-                throw CLIError(
-                    .usage, "scenario: \(scenario.source):\(step.line): calls \(party), but no --\(party) is given")
+                mistakes.append(
+                    (
+                        step.line,
+                        CLIError(
+                            .usage,
+                            "scenario: \(scenario.source):\(step.line): calls \(party), but no --\(party) is given")
+                    ))
             }
         }
+        return mistakes
     }
 
-    /// The folder of `--pki`, once it holds the operator's files and those of every identity the scripts take on.
-    func checkAttachedPKI(_ scenarios: [Scenario]) throws(CLIError) -> URL {
+    /// The folder of `--pki`, once it holds the operator's files.
+    func checkAttachedPKI() throws(CLIError) -> URL {
         let pki = URL(fileURLWithPath: pkiDirectory ?? ".")
         for file in ["ca.pem", "operator.pem", "operator.key"]
         where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
             throw CLIError(.usage, "scenario: --pki \(pki.path) has no \(file)")
         }
-        // So are the files of each identity a script takes on: a missing key was found only by the next call, as
-        // an UNAVAILABLE outcome that an `expect UNAVAILABLE` line took for the node's answer.
-        for scenario in scenarios {
-            for step in scenario.steps {
-                guard case .identity(let role) = step.action else { continue }
-                // An identity of the script's own is made only in a sandbox: here, with its files, by hand. The
-                // role's own ID (wallet/wallet-1) is the role's certificate, unless the PKI has one for the ID.
-                let own = Scenario.ownIdentity(role)
-                let name = ScenarioRunner.certificateName(for: role, in: pki)
-                let hint =
-                    own.flatMap {
-                        $0.id == name ? " (make it with: tokenet pki init \(pki.path) --node \($0.role)/\($0.id))" : nil
-                    } ?? ""
-                for file in ["\(name).pem", "\(name).key"]
-                where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
-                    throw CLIError(
-                        .usage,
-                        "scenario: \(scenario.source):\(step.line): identity \(role): --pki \(pki.path) has no "
-                            + "\(file)\(hint)")
-                }
-                // The certificate must be the identity's: another party's would make the calls as that party.
-                if let problem = Self.identityProblem(of: pki, name: name, role: own?.role ?? role, id: own?.id) {
-                    throw CLIError(
-                        .usage, "scenario: \(scenario.source):\(step.line): identity \(role): \(problem)")
-                }
+        return pki
+    }
+
+    /// The identities `scenario` takes on whose files `pki` lacks, or whose certificate is another's: a missing key
+    /// was found only by the next call, as an UNAVAILABLE outcome that an `expect UNAVAILABLE` line took for the
+    /// node's answer.
+    func identityMistakes(_ scenario: Scenario, pki: URL) -> [(line: Int, error: CLIError)] {
+        var mistakes: [(line: Int, error: CLIError)] = []
+        for step in scenario.steps {
+            guard case .identity(let role) = step.action else { continue }
+            // An identity of the script's own is made only in a sandbox: here, with its files, by hand. The role's
+            // own ID (wallet/wallet-1) is the role's certificate, unless the PKI has one for the ID.
+            let own = Scenario.ownIdentity(role)
+            let name = ScenarioRunner.certificateName(for: role, in: pki)
+            let hint =
+                own.flatMap {
+                    $0.id == name ? " (make it with: tokenet pki init \(pki.path) --node \($0.role)/\($0.id))" : nil
+                } ?? ""
+            let place = "scenario: \(scenario.source):\(step.line): identity \(role)"
+            if let file = ["\(name).pem", "\(name).key"].first(where: {
+                !FileManager.default.fileExists(atPath: pki.appendingPathComponent($0).path)
+            }) {
+                mistakes.append(
+                    (step.line, CLIError(.usage, "\(place): --pki \(pki.path) has no \(file)\(hint)")))
+                continue
+            }
+            // The certificate must be the identity's: another party's would make the calls as that party.
+            if let problem = Self.identityProblem(of: pki, name: name, role: own?.role ?? role, id: own?.id) {
+                mistakes.append((step.line, CLIError(.usage, "\(place): \(problem)")))
             }
         }
-        return pki
+        return mistakes
     }
 
     /// Why `NAME.pem` of `pki` is not the certificate of `role` (and of `id`, for an identity of the script's own),

@@ -176,11 +176,24 @@ struct ScenarioCommand {
         // --check names them all.
         var scenarios: [Scenario] = []
         var refusals: [CLIError] = []
+        // Before the scripts: without the operator's files no identity of theirs can be checked.
+        let pki = try attached.isEmpty ? nil : checkAttachedPKI()
         for file in files {
-            do throws(ScriptMistakes) {
-                scenarios.append(try Self.load(file, nodesOfThisBuild: attached.isEmpty))
+            let loaded: (scenario: Scenario, mistakes: [(line: Int, error: CLIError)])
+            do throws(CLIError) {
+                loaded = try Self.load(file, nodesOfThisBuild: attached.isEmpty)
             } catch {
-                refusals += error.errors
+                refusals.append(error)
+                continue
+            }
+            var mistakes = loaded.mistakes
+            if let pki { mistakes += attachableMistakes(loaded.scenario) + identityMistakes(loaded.scenario, pki: pki) }
+            // Stable: two mistakes of one line keep the order of the checks.
+            mistakes.sort { $0.line < $1.line }
+            if mistakes.isEmpty {
+                scenarios.append(loaded.scenario)
+            } else {
+                refusals += mistakes.map(\.error)
             }
         }
         if let last = refusals.last {
@@ -190,11 +203,7 @@ struct ScenarioCommand {
             }
             throw last
         }
-        if !attached.isEmpty { for scenario in scenarios { try checkAttachable(scenario) } }
         if let junitPath { try ScenarioResult.checkJUnitPath(junitPath) }
-        // Before --check answers: the certificates the scripts need are found without any node, so a script
-        // --check passed is not refused as the run begins.
-        let pki = try attached.isEmpty ? nil : checkAttachedPKI(scenarios)
         if checkOnly {
             for scenario in scenarios {
                 let calls = scenario.steps.filter {
@@ -284,20 +293,13 @@ struct ScenarioCommand {
     /// The most bytes of one script, from a file or standard input: far more than any script needs.
     static let scriptLimit = 16 << 20
 
-    /// Every mistake found in one script, in line order: what it cannot read, or each line it refuses.
-    struct ScriptMistakes: Error {
-        var errors: [CLIError]
-    }
-
     /// Reads and checks a script: its lines, then the requests, expected responses and identities of the steps it
-    /// took. Throws every mistake found (up to `Scenario.mistakeLimit` of its lines, and those of the steps before).
-    static func load(_ file: String, nodesOfThisBuild: Bool = true) throws(ScriptMistakes) -> Scenario {
-        let text: String
-        do throws(CLIError) {
-            text = try readScript(file)
-        } catch {
-            throw ScriptMistakes(errors: [error])
-        }
+    /// took. Returns the steps with every mistake found (up to `Scenario.mistakeLimit` of its lines, and those of
+    /// the steps before), each with its line; throws when the script cannot be read.
+    static func load(_ file: String, nodesOfThisBuild: Bool = true) throws(CLIError)
+        -> (scenario: Scenario, mistakes: [(line: Int, error: CLIError)])
+    {
+        let text = try readScript(file)
         let source = file == "-" ? "stdin" : file
         let checked = Scenario.check(text, source: source)
         // The parser quotes the words it did not understand, and a script may hold a card number. The file's name,
@@ -311,10 +313,7 @@ struct ScenarioCommand {
         mistakes += checkRequests(checked.scenario, nodesOfThisBuild: nodesOfThisBuild)
         mistakes += checkResponses(checked.scenario)
         mistakes += checkIdentities(checked.scenario)
-        // Stable: two mistakes of one line keep the order of the checks.
-        mistakes.sort { $0.line < $1.line }
-        guard mistakes.isEmpty else { throw ScriptMistakes(errors: mistakes.map(\.error)) }
-        return checked.scenario
+        return (checked.scenario, mistakes)
     }
 
     /// The text of a script file, or of standard input for `-`.
@@ -386,6 +385,7 @@ struct ScenarioCommand {
         }
         var watched: [String: CallTarget?] = [:]
         var spawned: [String: CallTarget?] = [:]
+        var mistakes: [(line: Int, error: CLIError)] = []
         func check(_ step: ScenarioStep) throws(CLIError) {
             let (object, saves, response, line): (String?, [ScenarioCall.Save], CallTarget?, Int)
             // The code a call or join is to end with; nil for an await.
@@ -428,24 +428,30 @@ struct ScenarioCommand {
                                 + "that ends \(code.name) (line \(line)) returns no response to save from; save from a "
                                 + "call that ends OK"))
             }
+            // The expect line and each save line are told apart: a second bad save was found only once the first
+            // was mended.
             if let object, ScenarioVariables.references(in: object).isEmpty {
                 do {
                     try ScenarioExpectation.check(object, fits: response.response)
                 } catch {
-                    throw CLIError(.usage, "scenario: \(scenario.source):\(line): \(maskPAN(error.message))")
+                    mistakes.append(
+                        (line, CLIError(.usage, "scenario: \(scenario.source):\(line): \(maskPAN(error.message))")))
                 }
             }
             for save in saves {
                 if let problem = save.field.problem(in: response.response) {
                     // The path is the script's words, which may hold a card number, and the problem quotes them.
-                    throw CLIError(
-                        .usage,
-                        "scenario: \(scenario.source):\(save.line): "
-                            + maskPAN("save \(save.name) \(save.field): \(problem)"))
+                    mistakes.append(
+                        (
+                            save.line,
+                            CLIError(
+                                .usage,
+                                "scenario: \(scenario.source):\(save.line): "
+                                    + maskPAN("save \(save.name) \(save.field): \(problem)"))
+                        ))
                 }
             }
         }
-        var mistakes: [(line: Int, error: CLIError)] = []
         for step in scenario.steps {
             do throws(CLIError) { try check(step) } catch { mistakes.append((step.line, error)) }
         }

@@ -76,7 +76,7 @@ enum TokenetCLI {
     static func unknownCommand(_ typed: String) -> String {
         let slips = typed.count <= 4 ? 1 : 2
         let close = subcommands.map(\.name).filter {
-            CallCommand.editDistance($0, typed.lowercased(), atMost: slips) <= slips
+            EditDistance.between($0, typed.lowercased(), atMost: slips) <= slips
         }
         let hint = close.count == 1 ? "; did you mean '\(close[0])'?" : ""
         return "unknown command '\(maskPAN(typed))'\(hint) (commands: \(commandNames))"

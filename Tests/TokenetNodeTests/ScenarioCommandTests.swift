@@ -498,6 +498,37 @@ import TokenetTransport
         #expect(lines.last?.contains("${never} is not saved by an earlier line") == true, "\(check.stderr)")
     }
 
+    /// Two bad saves of one call are both named; so is every step that nodes given with --tsp, --issuer and
+    /// --wallet cannot run, across scripts, each by its line.
+    @Test func checkNamesEveryBadSaveAndEveryStepAttachedNodesCannotRun() async throws {
+        let directory = try TemporaryDirectory()
+        let saves = directory.path("saves.scenario")
+        try "call wallet tokenet.wallet.v1.WalletControl/ListCards\nsave a cardz[0].cardRef\nsave b cards[0].cardReff\n"
+            .write(toFile: saves, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", saves, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(check.stderr.contains("\(saves):2: save a cardz[0].cardRef"), "\(check.stderr)")
+        #expect(check.stderr.contains("\(saves):3: save b cards[0].cardReff"), "\(check.stderr)")
+
+        let first = directory.path("first.scenario")
+        try "call wallet tokenet.wallet.v1.WalletControl/ListCards\nfault tsp->issuer partition\n".write(
+            toFile: first, atomically: true, encoding: .utf8)
+        let second = directory.path("second.scenario")
+        try "echo a\npause tsp\n".write(toFile: second, atomically: true, encoding: .utf8)
+        let attached = try await LaunchedProcess.runNiced(
+            "tokenet",
+            [
+                "scenario", first, second, "--check", "--tsp", "127.0.0.1:1", "--pki",
+                DevelopmentPKI.shared.directory.path,
+            ])
+        #expect(attached.status == 2, "\(attached.stdout)\(attached.stderr)")
+        let lines = attached.stderr.split(separator: "\n").filter { $0.hasPrefix("tokenet: ") }
+        #expect(
+            lines.map { $0.split(separator: ":").dropFirst(2).prefix(2).joined(separator: ":") } == [
+                " \(first):1", " \(first):2", " \(second):2",
+            ], "\(attached.stderr)")
+    }
+
     /// A method its service lacks is a typo for the sandbox's nodes, which are of this build: named with the
     /// service's methods before any node starts. Nodes given with --wallet may be of another build, which may serve
     /// it: there the node judges.

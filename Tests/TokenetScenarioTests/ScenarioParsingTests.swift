@@ -324,6 +324,41 @@ import TokenetWire
         #expect(first?.message.hasPrefix("s:1: unknown step 'Call'") == true)
     }
 
+    /// A misspelt step is most likely a call: its expect and save lines are not named as well. A spawn left
+    /// unjoined is named beside other mistakes, unless a refused line may have been its join. A name saved by no
+    /// line is named once, with a saved name close to it.
+    @Test func checkPassesOverTheEchoesOfAMisspeltStepAndNamesIndependentMistakes() {
+        let typo = Scenario.check(
+            """
+            calll wallet a.B/C
+            expect OK {}
+            save c cards[0].cardRef
+            echo ${c}
+            """, source: "s")
+        #expect(typo.mistakes.map(\.line) == [1], "\(typo.mistakes.map(\.error.message))")
+        let unjoined = Scenario.check(
+            """
+            spawn slow wallet a.B/C
+            sleep 5q
+            call tsp a.B/C
+            """, source: "s")
+        #expect(unjoined.mistakes.map(\.line) == [1, 2], "\(unjoined.mistakes.map(\.error.message))")
+        #expect(unjoined.mistakes.first?.error.message.contains("spawn slow is never joined") == true)
+        let misspeltJoin = Scenario.check("spawn slow wallet a.B/C\njoinn slow\n", source: "s")
+        #expect(misspeltJoin.mistakes.map(\.line) == [2], "\(misspeltJoin.mistakes.map(\.error.message))")
+        let names = Scenario.check(
+            """
+            call issuer a.B/C
+            save sesion pushSessionId
+            call wallet a.B/C {"pushSessionId": "${session}"}
+            call wallet a.B/C {"pushSessionId": "${session}"}
+            """, source: "s")
+        #expect(names.mistakes.map(\.line) == [3], "\(names.mistakes.map(\.error.message))")
+        #expect(
+            names.mistakes.first?.error.message
+                == "s:3: ${session} is not saved by an earlier line (save session FIELD); did you mean ${sesion}?")
+    }
+
     /// A script of nothing but mistakes is named up to the limit, and the rest is said to be unchecked.
     @Test func checkStopsAtItsLimit() {
         let checked = Scenario.check(String(repeating: "bogus\n", count: 30), source: "s", limit: 3)

@@ -76,35 +76,12 @@ struct ProtoJSONDecoder {
             let lowered = name.lowercased()
             return typed.count >= 3 && (lowered.hasPrefix(typed) || typed.hasPrefix(lowered))
         }
-        if close.isEmpty {
-            let slips = typed.count <= 4 ? 1 : 2
-            let distances = names.map { editDistance($0.lowercased(), typed, atMost: slips) }
-            if let fewest = distances.min(), fewest <= slips {
-                close = zip(names, distances).filter { $0.1 == fewest }.map(\.0)
-            }
-        }
+        if close.isEmpty { close = EditDistance.closest(to: key, among: names) }
         if !close.isEmpty {
             return "; did you mean " + close.map { "\"\($0)\"" }.joined(separator: " or ") + "?"
         }
         let shown = names.prefix(24).joined(separator: ", ")
         return " (its fields: \(shown)\(names.count > 24 ? ", …" : ""))"
-    }
-
-    /// The Levenshtein distance between `a` and `b`, or `limit + 1` once it is past `limit`.
-    static func editDistance(_ a: String, _ b: String, atMost limit: Int) -> Int {
-        let a = Array(a.unicodeScalars)
-        let b = Array(b.unicodeScalars)
-        guard abs(a.count - b.count) <= limit else { return limit + 1 }
-        var previous = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...max(b.count, 1) where !b.isEmpty {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            guard current.min() ?? 0 <= limit else { return limit + 1 }
-            previous = current
-        }
-        return previous[b.count]
     }
 
     static func field(named key: String, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> ProtoField? {
