@@ -477,17 +477,22 @@ struct ScenarioCommand {
             default: break
             }
         }
+        // The role the calls below an `identity` line present: the operator's until one says otherwise.
+        var role = "operator"
         func check(_ step: ScenarioStep) throws(CLIError) {
             let (keyword, method, request): (String, String, String)
             let party: ScenarioParty
             // A call that expects UNIMPLEMENTED may ask the wrong node on purpose.
             var expectsRefusal = false
+            // One that expects PERMISSION_DENIED may call as a role the method refuses on purpose.
+            var expectsDenial = false
             // How the line starts: `call`, or `watch NAME`.
             var opening = "call"
             switch step.action {
             case .call(let call):
                 (keyword, method, request, party) = ("call", call.method, call.request, call.party)
                 expectsRefusal = call.expectation.code == .unimplemented
+                expectsDenial = call.expectation.code == .permissionDenied
             case .watch(let watch):
                 (keyword, method, request, party) = ("watch", watch.method, watch.request, watch.party)
                 opening = "watch \(watch.name)"
@@ -495,6 +500,10 @@ struct ScenarioCommand {
                 (keyword, method, request, party) = ("spawn", spawn.call.method, spawn.call.request, spawn.call.party)
                 opening = "spawn \(spawn.name)"
                 expectsRefusal = joinedCodes[step.line] == .unimplemented
+                expectsDenial = joinedCodes[step.line] == .permissionDenied
+            case .identity(let text):
+                role = Scenario.ownIdentity(text)?.role ?? text
+                return
             case .header(let text?) where ScenarioVariables.references(in: text).isEmpty:
                 // Checked as the run checks it, so that a header the CLI refuses is found before the nodes start.
                 var metadata = Metadata()
@@ -548,6 +557,26 @@ struct ScenarioCommand {
                 target.kind == .unary || target.kind == .clientStreaming
             {
                 throw CLIError(.usage, "\(place): watch: \(path) answers once; call it instead")
+            }
+            // The method's roles, as the .proto declares them and this build's nodes enforce them: a call as another
+            // role passed --check and failed as PERMISSION_DENIED once the steps before it had run.
+            let name = String(path.split(separator: "/").last ?? "")
+            if nodesOfThisBuild, !expectsDenial,
+                let roles = ProtoRegistry.service(named: service)?.methods.first(where: { $0.name == name })?
+                    .allowedRoles,
+                !roles.isEmpty, !roles.contains(role)
+            {
+                let identities = roles.map { "identity \($0)" }.joined(separator: " or ")
+                let denial =
+                    switch keyword {
+                    case "call": ", or expect PERMISSION_DENIED"
+                    case "spawn": ", or expect PERMISSION_DENIED under its join"
+                    default: ""
+                    }
+                throw CLIError(
+                    .usage,
+                    "\(place): \(keyword): \(path.dropFirst()) may be called as \(roles.joined(separator: " or ")), not as "
+                        + "\(role) (the identity of the calls here); write \(identities) above it\(denial)")
             }
             guard ScenarioVariables.references(in: request).isEmpty else {
                 // Its values are saved only as the script runs: the JSON is checked with stand-ins for them, for

@@ -529,6 +529,30 @@ import TokenetTransport
             ], "\(attached.stderr)")
     }
 
+    /// A call as a role its method refuses is named before any node starts, with the identity line to write; one
+    /// that expects PERMISSION_DENIED asks on purpose. It failed once the steps before it had run.
+    @Test func aCallAsARoleItsMethodRefusesIsNamedByCheck() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("roles.scenario")
+        try [
+            "identity wallet", "call tsp tokenet.tsp.v1.TspControl/ListTokens",
+            "call tsp tokenet.tsp.v1.TspControl/ListTokens", "expect PERMISSION_DENIED",
+            "watch l wallet tokenet.wallet.v1.WalletEvents/Listen", "identity operator",
+            "call tsp tokenet.tsp.v1.TspControl/ListTokens",
+        ].joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        let lines = check.stderr.split(separator: "\n").filter { $0.hasPrefix("tokenet: ") }.map(String.init)
+        #expect(
+            lines == [
+                "tokenet: scenario: \(file):2: call: tokenet.tsp.v1.TspControl/ListTokens may be called as operator, not "
+                    + "as wallet (the identity of the calls here); write identity operator above it, or expect "
+                    + "PERMISSION_DENIED",
+                "tokenet: scenario: \(file):5: watch: tokenet.wallet.v1.WalletEvents/Listen may be called as issuer, not "
+                    + "as wallet (the identity of the calls here); write identity issuer above it",
+            ], "\(check.stderr)")
+    }
+
     /// A method its service lacks is a typo for the sandbox's nodes, which are of this build: named with the
     /// service's methods before any node starts. Nodes given with --wallet may be of another build, which may serve
     /// it: there the node judges.
@@ -716,14 +740,14 @@ import TokenetTransport
     @Test func aWatchTheNodeRefusesFailsItsLine() async throws {
         let result = try await Self.run(
             """
-            watch events wallet tokenet.wallet.v1.WalletEvents/Listen {}
+            identity wallet
+            watch events tsp tokenet.tsp.v1.Notifications/Subscribe {"instanceId": "not an id"}
             echo not reached
             """)
         #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stderr.contains(
-                "FAILED at line 1: watch events did not open: PERMISSION_DENIED: role operator may not call "
-                    + "/tokenet.wallet.v1.WalletEvents/Listen"),
+                "FAILED at line 2: watch events did not open: INVALID_ARGUMENT: instance_id must be 1 to 64 letters"),
             "\(result.stderr)")
         #expect(!result.stdout.contains("open (trace"), "\(result.stdout)")
         #expect(!result.stdout.contains("not reached"), "\(result.stdout)")
