@@ -42,7 +42,7 @@ public struct ScenarioVariables: Sendable {
     /// JSON `text` with each `${NAME}` replaced by a stand-in of the same length, so that a line can be checked
     /// before its values exist: inside a string, letters; elsewhere `null` and spaces, where a saved value goes in as
     /// JSON. A parse error's byte offset then points into the script's own text. `$${NAME}` is left as it is.
-    public static func withStandIns(_ text: String) -> String {
+    public static func withStandIns(_ text: String, inString filler: Character = "x") -> String {
         var result = ""
         var rest = Substring(text)
         var json = JSONStringState()
@@ -58,11 +58,31 @@ public struct ScenarioVariables: Sendable {
                 let length = written.utf8.count
                 result +=
                     json.inString
-                    ? String(repeating: "x", count: length) : "null" + String(repeating: " ", count: length - 4)
+                    ? String(repeating: filler, count: length) : "null" + String(repeating: " ", count: length - 4)
             }
             rest = rest[reference.range.upperBound...]
         }
         return result + rest
+    }
+
+    /// What `withStandIns(_:inString:)` writes for a reference inside a string to have `nullingReferences` find it: a
+    /// character of Unicode's private use area, which no script's text means.
+    public static let referenceMarker: Character = "\u{E000}"
+
+    /// `value` (parsed from text with `referenceMarker` stand-ins) with every string that holds a reference, and
+    /// every member whose name holds one, taken for a value not known yet: `null`, the default of any field, and
+    /// left out of arrays (where a reference outside a string stands as `null` too). What is left is checked against
+    /// the method's types before the saved values exist: field names, and the values written out.
+    public static func nullingReferences(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let text) where text.contains(referenceMarker): return .null
+        case .array(let elements):
+            return .array(elements.map(nullingReferences).filter { $0 != .null })
+        case .object(let members):
+            return .object(
+                members.filter { !$0.key.contains(referenceMarker) }.map { ($0.key, nullingReferences($0.value)) })
+        default: return value
+        }
     }
 
     /// The names `text` refers to, in order.

@@ -599,6 +599,21 @@ struct ScenarioCommand {
                         throw notJSON(error.message)
                     }
                 }
+                // Then against the method's types, with each value that holds a saved one taken for null: a
+                // misspelt field or enum value in a request that uses a saved value (most of them) was found only as
+                // the run reached it.
+                guard let target = CallTarget.known(path),
+                    let marked = try? JSONTexts.split(
+                        ScenarioVariables.withStandIns(request, inString: ScenarioVariables.referenceMarker)),
+                    let known = try? marked.map({
+                        ScenarioVariables.nullingReferences(try JSONValue(parsing: $0)).text()
+                    })
+                else { return }
+                do {
+                    _ = try CallCommand.encode(known, as: target, from: "the line")
+                } catch {
+                    throw CLIError(.usage, "\(place): \(error.message.replacing("call: ", with: "\(keyword): "))")
+                }
                 return
             }
             guard let target = CallTarget.known(path) else { return }

@@ -77,11 +77,11 @@ import TokenetTransport
             """
             call tsp tokenet.health.v1.Health/Check {"service": ""}
             save s status
-            call tsp tokenet.health.v1.Health/Check {"service": "${s}", "bogus": 1}
+            call tsp tokenet.tsp.v1.TspControl/ListTokens {"pageSize": ${s}}
             """)
         #expect(result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.stderr.contains("FAILED at line 3: "), "\(result.stderr)")
-        #expect(result.stderr.contains("bogus"), "\(result.stderr)")
+        #expect(result.stderr.contains("request is not a valid tokenet.tsp.v1.ListTokensRequest"), "\(result.stderr)")
         #expect(!result.stderr.contains("logged"), "\(result.stderr)")
     }
 
@@ -527,6 +527,32 @@ import TokenetTransport
             lines.map { $0.split(separator: ":").dropFirst(2).prefix(2).joined(separator: ":") } == [
                 " \(first):1", " \(first):2", " \(second):2",
             ], "\(attached.stderr)")
+    }
+
+    /// A request that uses saved values is checked against its type too, each value that holds one taken for null:
+    /// a misspelt field, or a value written out of the wrong type, is named before any node starts.
+    @Test func aRequestWithSavedValuesIsCheckedAgainstItsType() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("saved.scenario")
+        try [
+            "call issuer tokenet.issuer.v1.IssuerControl/PushCard {\"cardId\": \"card-visa-session\", "
+                + "\"mode\": \"PUSH_MODE_SESSION\"}",
+            "save session pushSessionId",
+            "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionID\": \"${session}\"}",
+            "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionId\": \"${session}\", \"language\": 5}",
+            "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionId\": \"s-${session}\"}",
+        ].joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        let lines = check.stderr.split(separator: "\n").filter { $0.hasPrefix("tokenet: ") }.map(String.init)
+        #expect(lines.count == 2, "\(check.stderr)")
+        #expect(
+            lines.first?.hasSuffix(
+                "\(file):3: call: request is not a valid tokenet.wallet.v1.AddCardRequest: unknown field "
+                    + "\"pushSessionID\" in tokenet.wallet.v1.AddCardRequest; did you mean \"pushSessionId\"?") == true,
+            "\(check.stderr)")
+        #expect(lines.last?.contains("\(file):4: call: ") == true, "\(check.stderr)")
+        #expect(lines.last?.contains("language: expected a string, found a number") == true, "\(check.stderr)")
     }
 
     /// A call as a role its method refuses is named before any node starts, with the identity line to write; one
