@@ -13,19 +13,24 @@ public struct ConnectionSettings: Hashable, Sendable {
     /// Not announced: how many bytes of frames written without waiting for room (pongs, statuses) may wait for a
     /// peer that keeps sending but reads nothing before the connection ends (`peerStoppedReading`).
     public var unreadOutboundLimit: Int
+    /// Not announced: how many frames that do no work (pings, pongs, empty frames) the peer may send at once; a
+    /// tenth of that a second after it (`WorkFreeFrameAllowance`).
+    public var workFreeFrameBurst: Int
 
     public init(
         maxFrameSize: Int = 4 * 1024 * 1024,
         maxConcurrentStreams: Int = 100,
         initialStreamWindow: Int = 1024 * 1024,
         keepaliveIntervalMilliseconds: Int = 0,
-        unreadOutboundLimit: Int = 8 * 1024 * 1024
+        unreadOutboundLimit: Int = 8 * 1024 * 1024,
+        workFreeFrameBurst: Int = 1_000
     ) {
         self.maxFrameSize = maxFrameSize
         self.maxConcurrentStreams = maxConcurrentStreams
         self.initialStreamWindow = initialStreamWindow
         self.keepaliveIntervalMilliseconds = keepaliveIntervalMilliseconds
         self.unreadOutboundLimit = unreadOutboundLimit
+        self.workFreeFrameBurst = workFreeFrameBurst
     }
 
     public static let defaults = ConnectionSettings()

@@ -691,6 +691,15 @@ struct ConnectionStateMachine {
                 + "of this connection's frame so far are dropped")
     }
 
+    /// The peer sent more frames that do no work (pings, pongs, empty frames) than `limit` allows
+    /// (`WorkFreeFrameAllowance`): a peer that floods them keeps this side busy for nothing, and its other peers
+    /// waiting.
+    mutating func workFreeFramesExceeded(limit: String) -> Actions {
+        connectionError(
+            .protocolError,
+            "the peer sent more frames that do no work (pings, pongs, empty frames) than this side allows: \(limit)")
+    }
+
     /// A frame began to arrive and is still not whole after `description` (`ConnectionTimers.frameTimeout`).
     mutating func frameTimedOut(after description: String) -> Actions {
         connectionError(.protocolError, "a frame that began to arrive \(description) ago is still incomplete")

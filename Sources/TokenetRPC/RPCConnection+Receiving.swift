@@ -68,6 +68,10 @@ extension RPCConnection {
                     }
                     guard let frame else { break }
                     framesRead += 1
+                    if let flood = endIfFlooding(frame, &core) {
+                        endReading(&core, reason: flood, isProblem: true)
+                        return
+                    }
                     apply(core.machine.receive(frame), to: &core)
                     if let stopped = endIfPeerStoppedReading(&core) {
                         endReading(&core, reason: stopped, isProblem: true)

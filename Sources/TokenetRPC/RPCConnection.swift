@@ -75,6 +75,8 @@ final class RPCConnection: Sendable {
         var unreadCounted = 0
         var lastCallActivity = ContinuousClock.now
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
+        /// What is left of the peer's allowance of frames that do no work.
+        var workFreeFrames = WorkFreeFrameAllowance()
         /// Senders waiting for flow-control window or for the outbound buffer to drain, and channels waiting for
         /// the peer's hello: each is woken only once what it waits for has come (`wakeCapacityWaiters`).
         var capacityWaiters: [CapacityWaiter] = []
@@ -180,7 +182,9 @@ final class RPCConnection: Sendable {
             settings.keepaliveIntervalMilliseconds = milliseconds >= Double(Int.max) ? Int.max : Int(milliseconds)
         }
         let machine = ConnectionStateMachine(role: role, settings: settings, agent: "tokenet/1")
-        self.core = Mutex(Core(machine: machine, encoder: FrameEncoder()))
+        var core = Core(machine: machine, encoder: FrameEncoder())
+        core.workFreeFrames = WorkFreeFrameAllowance(burst: settings.workFreeFrameBurst)
+        self.core = Mutex(core)
         // The hello goes first in the outbound buffer, before any call the application opens.
         perform { $0.machine.start() }
     }
@@ -360,6 +364,7 @@ final class RPCConnection: Sendable {
                 }
                 guard let frame else { break }
                 let stopped = core.withLock { core -> String? in
+                    if let flood = endIfFlooding(frame, &core) { return flood }
                     apply(core.machine.receive(frame), to: &core)
                     wakeCapacityWaiters(&core)
                     return endIfPeerStoppedReading(&core)

@@ -27,6 +27,17 @@ import TokenetWire
         #expect(machine.unreadBudgetExceeded(queuedBytes: 1, limit: 1) == [])
     }
 
+    @Test func aPeerThatFloodsFramesThatDoNoWorkGetsAGoawayAndItsCallsEnd() {
+        var machine = Tests.server()
+        _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
+        let reason =
+            "the peer sent more frames that do no work (pings, pongs, empty frames) than this side allows: 1000 at "
+            + "once and 100 a second after that"
+        Self.expectProtocolErrorEndingCall1(
+            machine.workFreeFramesExceeded(limit: "1000 at once and 100 a second after that"), reason, machine)
+        #expect(machine.workFreeFramesExceeded(limit: "x") == [])
+    }
+
     /// A server with call 1 open ends the connection for `reason`: a goaway (PROTOCOL_ERROR) naming call 1 as the
     /// last it took, the handler cancelled, the connection closed.
     private static func expectProtocolErrorEndingCall1(
