@@ -54,6 +54,13 @@ extension Scenario {
                     return (Scenario(source: source, steps: parser.steps), mistakes)
                 }
                 skippingAttached = parser.recover(afterRefusing: line, number: number)
+                // A line refused only for a name no line saved is taken as written once the name counts as saved
+                // (`recover`), so that its own expect and save lines are checked: a misspelt enum value under a
+                // call with a misspelt saved name was found only once the name was mended.
+                if error.code == .undefinedVariable, (try? parser.parse(line: line, number: number)) != nil {
+                    skippingAttached = false
+                    continue
+                }
                 let keyword = line.trimmingWhitespace().firstWord().0.lowercased()
                 if ["join", "spawn", "expect", "save"].contains(keyword) || !Scenario.isStep(keyword) {
                     mayHaveJoined = true

@@ -318,7 +318,7 @@ import TokenetWire
         #expect(
             checked.mistakes.map(\.line) == [1, 5, 6, 8, 10, 15], "\(checked.mistakes.map(\.error.message))")
         #expect(checked.mistakes.allSatisfy { $0.error.message.hasPrefix("s:\($0.line): ") })
-        #expect(checked.scenario.steps.map(\.line) == [4, 7, 9, 11, 13, 14])
+        #expect(checked.scenario.steps.map(\.line) == [4, 7, 9, 11, 13, 14, 15])
         // The first mistake is what `parse` throws.
         let first = #expect(throws: ScenarioError.self) { try Scenario.parse("Call tsp a.B/C\nbogus", source: "s") }
         #expect(first?.message.hasPrefix("s:1: unknown step 'Call'") == true)
@@ -357,6 +357,19 @@ import TokenetWire
         #expect(
             names.mistakes.first?.error.message
                 == "s:3: ${session} is not saved by an earlier line (save session FIELD); did you mean ${sesion}?")
+        // The call refused for that name alone is taken as written, with its expect line, which is then checked.
+        let expected = Scenario.check(
+            """
+            call wallet a.B/C {"cardRef": "${crad}"}
+            expect OK {"decision": "X"}
+            expect OK
+            """, source: "s")
+        #expect(expected.mistakes.map(\.line) == [1, 3], "\(expected.mistakes.map(\.error.message))")
+        guard case .call(let call)? = expected.scenario.steps.first?.action else {
+            Issue.record("no call step: \(expected.scenario.steps)")
+            return
+        }
+        #expect(call.expectation.contains == #"{"decision": "X"}"#)
     }
 
     /// A script of nothing but mistakes is named up to the limit, and the rest is said to be unchecked.
