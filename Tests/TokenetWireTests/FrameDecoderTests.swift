@@ -213,6 +213,11 @@ func expectSameFrames(
     @Test(arguments: [
         (Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), "the peer sent HTTP (\"GET ...\")"),
         (Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8), "the peer sent HTTP (\"PRI ...\")"),
+        // An HTTP server's answer, which a client reads: the address is no node.
+        (
+            Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8),
+            "the peer answered with HTTP (\"HTTP...\"), not a Tokenet frame: the address is an HTTP server"
+        ),
         ([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03], "the peer sent a TLS record"),
         ([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46], "the peer sent a TLS record"),
         (Array("<html><body>Hello</body></html>\n".utf8), "the peer sent text (\"<htm...\")"),

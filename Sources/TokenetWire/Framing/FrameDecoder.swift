@@ -450,6 +450,14 @@ public struct FrameDecoder: Sendable {
         }
         let text = String(decoding: bytes, as: UTF8.self)
         let httpOpenings = ["GET ", "POST", "PUT ", "HEAD", "DELE", "OPTI", "PATC", "CONN", "TRAC", "PRI ", "HTTP"]
+        // "HTTP" opens an HTTP server's answer, which only a client reads: the tokenet CLI itself, pointed at a web
+        // server. The advice to use the CLI was for a browser or curl pointed at a node.
+        if text == "HTTP" {
+            return WireError(
+                .foreignProtocol,
+                "the peer answered with HTTP (\"HTTP...\"), not a Tokenet frame: the address is an HTTP server, not a "
+                    + "Tokenet node; check its host and port")
+        }
         if httpOpenings.contains(text) {
             return WireError(
                 .foreignProtocol,
