@@ -553,6 +553,20 @@ import TokenetTransport
             "\(check.stderr)")
         #expect(lines.last?.contains("\(file):4: call: ") == true, "\(check.stderr)")
         #expect(lines.last?.contains("language: expected a string, found a number") == true, "\(check.stderr)")
+
+        // An expected object that uses a saved value is checked the same way.
+        let expected = directory.path("expected.scenario")
+        try [
+            "call wallet tokenet.wallet.v1.WalletControl/ListCards", "save card cards[0].cardRef",
+            "call wallet tokenet.wallet.v1.WalletControl/ListCards",
+            "expect OK {\"cards\": [{\"cardRef\": \"${card}\", \"status\": 5}]}",
+        ].joined(separator: "\n").write(toFile: expected, atomically: true, encoding: .utf8)
+        let object = try await LaunchedProcess.runNiced("tokenet", ["scenario", expected, "--check"])
+        #expect(object.status == 2, "\(object.stdout)\(object.stderr)")
+        #expect(
+            object.stderr.contains(
+                "\(expected):4: the expected object is not a tokenet.wallet.v1.ListWalletCardsResponse: "),
+            "\(object.stderr)")
     }
 
     /// A call as a role its method refuses is named before any node starts, with the identity line to write; one
