@@ -34,6 +34,12 @@ public enum StandardStream {
 
     private static let readerLeft = Atomic<Bool>(false)
 
+    /// Whether the process was started with standard input closed (`<&-`), which `occupyClosedDescriptors` then
+    /// filled with /dev/null: a command that reads it says so, where an empty read said the input was empty.
+    public static var inputWasClosed: Bool { inputClosed.load(ordering: .relaxed) }
+
+    private static let inputClosed = Atomic<Bool>(false)
+
     /// Puts /dev/null, opened read-only, on whichever of descriptors 0, 1 and 2 the process was started without
     /// (`tokenet call … >&-`). Otherwise the first socket or file the process opens takes the number, and the lines
     /// meant for stdout or stderr would go into a peer's TLS stream or a database. Read-only, so a write to it fails
@@ -41,6 +47,7 @@ public enum StandardStream {
     /// before anything opens a descriptor.
     public static func occupyClosedDescriptors() {
         for descriptor in Int32(0)...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            if descriptor == 0 { inputClosed.store(true, ordering: .relaxed) }
             let null = open("/dev/null", O_RDONLY)
             guard null >= 0 else { continue }
             if null != descriptor {

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 
 /// Reads all of standard input, or of a file given by name, with read(2), reporting failures instead of trapping.
 ///
@@ -46,6 +47,12 @@ enum StandardInput {
         until deadline: ContinuousClock.Instant? = nil,
         overLimit: @autoclosure () -> CLIError
     ) throws(CLIError) -> [UInt8]? {
+        if descriptor == 0, StandardStream.inputWasClosed {
+            throw CLIError(
+                .usage,
+                "\(command): standard input is closed (the command was started with <&-); pipe or redirect the input "
+                    + "into it")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {

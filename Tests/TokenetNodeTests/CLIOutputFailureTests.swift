@@ -54,6 +54,23 @@ import TokenetTransport
         #expect(stderr == "tokenet: cannot write standard output: Bad file descriptor\n")
     }
 
+    /// Standard input closed at start (`<&-`) is named as such by a command that reads it: it was read as empty
+    /// ("the input holds no frame", "the request JSON is empty").
+    @Test func aClosedStandardInputIsNamed() throws {
+        let directory = try TemporaryDirectory()
+        let stderrPath = directory.path("stderr")
+        let result = try SpawnedProcess(
+            "/bin/sh", ["-c", "exec \"$0\" decode --hex <&-", try BuiltExecutables.url(of: "tokenet").path],
+            standardInput: .nullDevice, standardOutput: .nullDevice, standardError: .file(stderrPath)
+        ).waitUntilExit(killingAfter: 60)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(result.reason == .exit && result.status == 2, "\(result.reason) \(result.status): \(stderr)")
+        #expect(
+            stderr.hasPrefix(
+                "tokenet: decode: standard input is closed (the command was started with <&-); pipe or redirect the "
+                    + "input into it"), "\(stderr)")
+    }
+
     /// A reader that stops early (`tokenet tsp tokens | head -1`) is not an error.
     @Test func aReaderThatGoesAwayIsNotAnError() throws {
         let pipe = Pipe()
