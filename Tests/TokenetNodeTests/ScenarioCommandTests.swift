@@ -470,25 +470,28 @@ import TokenetTransport
         #expect(lines.dropFirst(2).first?.hasPrefix("tokenet: scenario: \(step):1: unknown step 'calll'") == true)
     }
 
+    /// Writes `lines` to `name` in `directory` and runs `tokenet scenario FILE --check` on it: the file's path, the
+    /// result, and the lines of its standard error that start with "tokenet: " (the mistakes named).
+    static func check(_ lines: [String], as name: String, in directory: TemporaryDirectory) async throws
+        -> (file: String, result: ProcessResult, errors: [String])
+    {
+        let file = directory.path(name)
+        try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        let errors = result.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix("tokenet: ") }
+        return (file, result, errors)
+    }
+
     /// `--check` names every mistake of a script in line order, those of its lines and those of its requests, and
     /// none that only follows from another: a refused call's expect and save lines, and the value it saves, pass.
     @Test func checkNamesEveryMistakeOfAScript() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.path("many.scenario")
-        try """
-        call bank tokenet.tsp.v1.TspControl/ListTokens
-        expect OK
-        save first tokens[0].digitalCardId
-        echo ${first}
-        call tsp tokenet.tsp.v1.TspControl/ListTokens {"walletAccount": 1}
-        Sleep 1s
-        stop tsp now
-        start tsp
-        echo ${never}
-        """.write(toFile: file, atomically: true, encoding: .utf8)
-        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        let (file, check, lines) = try await Self.check(
+            [
+                "call bank tokenet.tsp.v1.TspControl/ListTokens", "expect OK", "save first tokens[0].digitalCardId",
+                "echo ${first}", "call tsp tokenet.tsp.v1.TspControl/ListTokens {\"walletAccount\": 1}", "Sleep 1s",
+                "stop tsp now", "start tsp", "echo ${never}",
+            ], as: "many.scenario", in: try TemporaryDirectory())
         #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
-        let lines = check.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix("tokenet: ") }
         #expect(
             lines.map { $0.dropFirst("tokenet: scenario: \(file):".count).prefix { $0 != ":" } } == [
                 "1", "5", "6", "7", "9",
@@ -502,10 +505,11 @@ import TokenetTransport
     /// --wallet cannot run, across scripts, each by its line.
     @Test func checkNamesEveryBadSaveAndEveryStepAttachedNodesCannotRun() async throws {
         let directory = try TemporaryDirectory()
-        let saves = directory.path("saves.scenario")
-        try "call wallet tokenet.wallet.v1.WalletControl/ListCards\nsave a cardz[0].cardRef\nsave b cards[0].cardReff\n"
-            .write(toFile: saves, atomically: true, encoding: .utf8)
-        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", saves, "--check"])
+        let (saves, check, _) = try await Self.check(
+            [
+                "call wallet tokenet.wallet.v1.WalletControl/ListCards", "save a cardz[0].cardRef",
+                "save b cards[0].cardReff",
+            ], as: "saves.scenario", in: directory)
         #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
         #expect(check.stderr.contains("\(saves):2: save a cardz[0].cardRef"), "\(check.stderr)")
         #expect(check.stderr.contains("\(saves):3: save b cards[0].cardReff"), "\(check.stderr)")
@@ -533,18 +537,16 @@ import TokenetTransport
     /// a misspelt field, or a value written out of the wrong type, is named before any node starts.
     @Test func aRequestWithSavedValuesIsCheckedAgainstItsType() async throws {
         let directory = try TemporaryDirectory()
-        let file = directory.path("saved.scenario")
-        try [
-            "call issuer tokenet.issuer.v1.IssuerControl/PushCard {\"cardId\": \"card-visa-session\", "
-                + "\"mode\": \"PUSH_MODE_SESSION\"}",
-            "save session pushSessionId",
-            "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionID\": \"${session}\"}",
-            "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionId\": \"${session}\", \"language\": 5}",
-            "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionId\": \"s-${session}\"}",
-        ].joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
-        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        let (file, check, lines) = try await Self.check(
+            [
+                "call issuer tokenet.issuer.v1.IssuerControl/PushCard {\"cardId\": \"card-visa-session\", "
+                    + "\"mode\": \"PUSH_MODE_SESSION\"}",
+                "save session pushSessionId",
+                "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionID\": \"${session}\"}",
+                "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionId\": \"${session}\", \"language\": 5}",
+                "call wallet tokenet.wallet.v1.WalletControl/AddCard {\"pushSessionId\": \"s-${session}\"}",
+            ], as: "saved.scenario", in: directory)
         #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
-        let lines = check.stderr.split(separator: "\n").filter { $0.hasPrefix("tokenet: ") }.map(String.init)
         #expect(lines.count == 2, "\(check.stderr)")
         #expect(
             lines.first?.hasSuffix(
@@ -555,13 +557,12 @@ import TokenetTransport
         #expect(lines.last?.contains("language: expected a string, found a number") == true, "\(check.stderr)")
 
         // An expected object that uses a saved value is checked the same way.
-        let expected = directory.path("expected.scenario")
-        try [
-            "call wallet tokenet.wallet.v1.WalletControl/ListCards", "save card cards[0].cardRef",
-            "call wallet tokenet.wallet.v1.WalletControl/ListCards",
-            "expect OK {\"cards\": [{\"cardRef\": \"${card}\", \"status\": 5}]}",
-        ].joined(separator: "\n").write(toFile: expected, atomically: true, encoding: .utf8)
-        let object = try await LaunchedProcess.runNiced("tokenet", ["scenario", expected, "--check"])
+        let (expected, object, _) = try await Self.check(
+            [
+                "call wallet tokenet.wallet.v1.WalletControl/ListCards", "save card cards[0].cardRef",
+                "call wallet tokenet.wallet.v1.WalletControl/ListCards",
+                "expect OK {\"cards\": [{\"cardRef\": \"${card}\", \"status\": 5}]}",
+            ], as: "expected.scenario", in: directory)
         #expect(object.status == 2, "\(object.stdout)\(object.stderr)")
         #expect(
             object.stderr.contains(
@@ -572,17 +573,14 @@ import TokenetTransport
     /// A call as a role its method refuses is named before any node starts, with the identity line to write; one
     /// that expects PERMISSION_DENIED asks on purpose. It failed once the steps before it had run.
     @Test func aCallAsARoleItsMethodRefusesIsNamedByCheck() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.path("roles.scenario")
-        try [
-            "identity wallet", "call tsp tokenet.tsp.v1.TspControl/ListTokens",
-            "call tsp tokenet.tsp.v1.TspControl/ListTokens", "expect PERMISSION_DENIED",
-            "watch l wallet tokenet.wallet.v1.WalletEvents/Listen", "identity operator",
-            "call tsp tokenet.tsp.v1.TspControl/ListTokens",
-        ].joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
-        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        let (file, check, lines) = try await Self.check(
+            [
+                "identity wallet", "call tsp tokenet.tsp.v1.TspControl/ListTokens",
+                "call tsp tokenet.tsp.v1.TspControl/ListTokens", "expect PERMISSION_DENIED",
+                "watch l wallet tokenet.wallet.v1.WalletEvents/Listen", "identity operator",
+                "call tsp tokenet.tsp.v1.TspControl/ListTokens",
+            ], as: "roles.scenario", in: try TemporaryDirectory())
         #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
-        let lines = check.stderr.split(separator: "\n").filter { $0.hasPrefix("tokenet: ") }.map(String.init)
         #expect(
             lines == [
                 "tokenet: scenario: \(file):2: call: tokenet.tsp.v1.TspControl/ListTokens may be called as operator, not "
