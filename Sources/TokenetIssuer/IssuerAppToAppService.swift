@@ -63,10 +63,11 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             caller != expected
         {
             log.debug("app-to-app refused", ["caller_node": caller, "reason": "the token is another wallet's"])
+            // The token is not named: the caller sent a reference to it, and it is another wallet's.
             throw RPCError(
                 .permissionDenied,
-                "token \"\(digitalCardID)\" was not digitized through this wallet node; only the wallet that holds it "
-                    + "opens the issuer app for it")
+                "the token this activation data names was not digitized through this wallet node; only the wallet "
+                    + "that holds it opens the issuer app for it")
         }
         if let scheme, tokenCard.pan.scheme != scheme {
             throw RPCError(

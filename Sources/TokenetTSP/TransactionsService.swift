@@ -94,7 +94,17 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             guard !request.authnRequestID.isEmpty else {
                 throw TSPError(.invalidArgument, "authn_request_id is required")
             }
-            let authorize = try tsp.requireIssuer(context.peer?.nodeID)
+            let ownsToken = try tsp.requireIssuer(context.peer?.nodeID)
+            // The caller sent the request's id, not the token's: another issuer's token is not named to it.
+            let authorize: (TokenRecord) throws -> Void = { token in
+                do {
+                    try ownsToken(token)
+                } catch {
+                    throw TSPError(
+                        .permissionDenied,
+                        "authentication request \"\(request.authnRequestID)\" is for another issuer's token")
+                }
+            }
             let nowMs = tsp.nowMs
             let journaled = try tsp.store.answerAuthn(
                 request.authnRequestID, proceed: request.proceed, nowMs: nowMs,

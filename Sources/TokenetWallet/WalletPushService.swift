@@ -25,12 +25,12 @@ public struct WalletPushService: WalletV1.WalletPush.ServiceProtocol {
                 throw WalletError(.invalidArgument, "PushCardData needs card data encrypted to the TSP's key")
             }
             let account = request.walletAccountID.isEmpty ? selection.activeWalletAccountID : request.walletAccountID
-            let accounts = try selection.accounts()
-            guard accounts.contains(account) else {
+            // The wallet's other accounts are not named: they are its users', and any issuer may call this.
+            guard try selection.accounts().contains(account) else {
                 throw WalletError(
                     .notFound,
-                    "this wallet has no account \(account); its accounts are \(accounts.joined(separator: ", ")) "
-                        + "(the person makes an account the wallet's with tokenet wallet use-account)")
+                    "this wallet has no account \(account) (the person makes an account the wallet's with "
+                        + "tokenet wallet use-account; the wallet's own listener events name the active one)")
             }
             // The pushing node, from its certificate: the TSP checks the card is its issuer's.
             let pusher = context.peer?.role == .issuer ? context.peer?.nodeID ?? "" : ""

@@ -42,7 +42,8 @@ enum IssuerCommand {
         Options:
           --mode MODE          receipt or session (required for push-card).
           --wallet-account ID  The wallet account to push to (default: any account may redeem a receipt; a
-                               session goes to the account active in the wallet).
+                               session goes to the account active in the wallet). Account names are each
+                               wallet node's own: add --wallet-node to bind a receipt to one wallet node.
           --wallet-node ID     receipt: the wallet node it is for (its certificate's tokenet://wallet/ID); no other
                                wallet node can redeem it (default: any). A session is the --wallet node's.
           --digital-card ID    outbox: only the messages about this token.
@@ -117,7 +118,7 @@ enum IssuerCommand {
                         + "session that is not used expires)"
                 ) { try await IssuerV1.IssuerControl.Client(session.client).pushCard(request, options: callOptions) }
             },
-            text: { response, traceID in PartyText.pushCard(response) + "\n(trace \(traceID))" })
+            text: { response, traceID in PartyText.pushCard(response, for: request) + "\n(trace \(traceID))" })
     }
 
     static func mode(_ name: String?, command: String) throws(CLIError) -> IssuerV1.PushMode {

@@ -163,14 +163,22 @@ enum PartyText {
         "pending \(pending.maskedPAN) \(pending.expiry) since \(time(ms: pending.sinceMs))"
     }
 
-    static func pushCard(_ response: IssuerV1.PushCardResponse) -> String {
+    /// `request`: what was asked, so that a receipt bound to an account name alone says who else can redeem it.
+    static func pushCard(_ response: IssuerV1.PushCardResponse, for request: IssuerV1.PushCardRequest = .init())
+        -> String
+    {
         switch response.result {
         case .receipt(let receipt)?:
+            // Account names are each wallet node's own: any wallet node may have one of the same name.
+            let anyNode =
+                !request.walletAccountID.isEmpty && request.walletNodeID.isEmpty
+                ? "\nAny wallet node with an account named \(shownName(request.walletAccountID)) can redeem it; "
+                    + "--wallet-node ID binds it to one wallet node." : ""
             return """
                 Push receipt (\(scheme(receipt.scheme)), expires \(time(ms: receipt.expiresAtMs))): \(receipt.payload)
                 Add the card with: tokenet wallet add-card WALLET_ADDR --receipt \(receipt.payload) \
                 --scheme \(scheme(receipt.scheme).lowercased())
-                """
+                """ + anyNode
         case .pushSessionID(let id)?:
             return "Push session: \(id)\nAdd the card with: tokenet wallet add-card WALLET_ADDR --push-session \(id)"
         case nil:

@@ -152,6 +152,8 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         let refused = await Support.rpcError { _ = try await open() }
         #expect(refused?.code == .permissionDenied, "\(String(describing: refused))")
         #expect(refused?.message.contains("was not digitized through this wallet node") == true)
+        // The caller sent a reference, not the token: another wallet's token is not named to it.
+        #expect(refused?.message.contains(Self.token) == false, "\(String(describing: refused))")
         try decided(through: "wallet-1")
         #expect(try await open().digitalCardID == Self.token)
     }

@@ -105,6 +105,20 @@ import TokenetWire
             try await Self.transactions(tsp, as: LifecycleTests.issuer2).answerAuthn(
                 .init(authnRequestID: body.authnRequestID, proceed: true))
         }
+        // Registered, another issuer is refused without being told which token the request is for.
+        _ = try await TspV1.Issuers.Client(TSPHarness.connect(tsp.router, as: LifecycleTests.issuer2)).registerIssuer(
+            TspV1.RegisterIssuerRequest(
+                issuerID: "bank-b", displayName: "Bank B", binRanges: [TspV1.BinRange(low: "400005", high: "400005")],
+                encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
+        do {
+            _ = try await Self.transactions(tsp, as: LifecycleTests.issuer2).answerAuthn(
+                .init(authnRequestID: body.authnRequestID, proceed: true))
+            Issue.record("another issuer answered the authentication request")
+        } catch let error as RPCError {
+            #expect(error.code == .permissionDenied)
+            #expect(error.message.contains("is for another issuer's token"), "\(error.message)")
+            #expect(!error.message.contains(id), "\(error.message)")
+        }
         let issuer = Self.transactions(tsp, as: LifecycleTests.issuer1)
         let answer = try await issuer.answerAuthn(.init(authnRequestID: body.authnRequestID, proceed: true))
         #expect(answer.status == "PROCEEDED")

@@ -155,6 +155,15 @@ import TokenetTestSupport
             "\(refused.stderr)")
         for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("5400000010000037")) }
         #expect(!refused.stderr.contains("5400000010000037"))
+        // Bound to an account name alone, a receipt says that any wallet node's account of that name can redeem it.
+        let named = try await tokenet([
+            "issuer", "push-card", issuer.listen, "card-mc-receipt", "--mode", "receipt", "--wallet-account", "nope",
+        ])
+        #expect(
+            named.stdout.contains(
+                "Any wallet node with an account named nope can redeem it; --wallet-node ID binds it to one wallet node."
+            ),
+            "\(named.stdout)")
 
         let receipt = try json(
             try await tokenet(["issuer", "push-card", issuer.listen, "card-mc-receipt", "--mode", "receipt", "--json"]))
