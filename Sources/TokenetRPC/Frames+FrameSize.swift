@@ -2,7 +2,9 @@ import TokenetWire
 
 /// The frames whose words (a status message, a goaway or cancel reason) can be as long as whatever produced them
 /// — a handler's error, an application's cancel reason — are cut to fit the peer's `max_frame_size` as they are
-/// sent: a frame the peer cannot take would end the whole connection there.
+/// sent: a frame the peer cannot take would end the whole connection there. For the same reason a NUL in them,
+/// which protobuf-c cannot encode in a string, is written as the two characters `\0`: an error message that
+/// quotes a peer's input (a key id, a reference) would otherwise fail to encode and end the connection.
 enum FrameFitting {
     /// Bytes of a frame around its one string (and the status's details and trailers), at most: the frame's stream
     /// id and kind (tag and length), a code or a stream id, and the string's tag and length.
@@ -10,6 +12,12 @@ enum FrameFitting {
 
     /// What the note on a goaway or cancel reason cut to fit the peer's frames says.
     static let reasonCutShortNote = " (cut short: the reason exceeded the peer's max_frame_size)"
+
+    /// `text` with each NUL written as `\0`; `text` itself when it has none (nearly always).
+    static func withoutNUL(_ text: String) -> String {
+        guard text.utf8.contains(0) else { return text }
+        return text.replacing("\u{0}", with: "\\0")
+    }
 
     /// `text` with as many of its leading Unicode scalars as fit in `budget` UTF-8 bytes, then `note`.
     static func cut(_ text: String, toUTF8Count budget: Int, note: String) -> String {
@@ -50,6 +58,11 @@ extension WireV1.Status {
     /// A status over `FrameFormat.maximumCallStartSize` bytes whose details and trailers would make more fields
     /// than `FrameFormat.maximumLargeFrameFields` loses them too, whole message kept: the peer refuses such a frame.
     func fitting(inFrameOf limit: Int) -> WireV1.Status {
+        if message.utf8.contains(0) {
+            var status = self
+            status.message = FrameFitting.withoutNUL(message)
+            return status.fitting(inFrameOf: limit)
+        }
         let size = frameSizeBound
         // The frame's stream id and kind, the code and message; each detail and trailer is a field and two inside.
         let fields = 4 + 3 * (details.count + trailers.count)
@@ -71,10 +84,11 @@ extension ReasonFrame {
     /// This frame as it fits in a frame of at most `limit` bytes: as much of its reason as fits, with a note saying
     /// it was cut; its other fields (a goaway's code and last stream id) stay.
     func fitting(inFrameOf limit: Int) -> Self {
-        guard FrameFitting.frameOverhead + reason.utf8.count > limit else { return self }
         var frame = self
+        frame.reason = FrameFitting.withoutNUL(reason)
+        guard FrameFitting.frameOverhead + frame.reason.utf8.count > limit else { return frame }
         frame.reason = FrameFitting.cut(
-            reason, toUTF8Count: limit - FrameFitting.frameOverhead, note: FrameFitting.reasonCutShortNote)
+            frame.reason, toUTF8Count: limit - FrameFitting.frameOverhead, note: FrameFitting.reasonCutShortNote)
         return frame
     }
 }

@@ -157,6 +157,28 @@ import TokenetWire
         #expect(machine.sendStatus(3, fits) == [.write(Self.frame(3, .status(fits)))])
     }
 
+    /// A NUL in a status message, a cancel reason or a goaway reason (an error that quotes a peer's input) is sent
+    /// as `\0`: protobuf-c cannot encode it in a string, and the failed encode ended the whole connection.
+    @Test func aNULInAStatusOrReasonIsWrittenAsAnEscape() throws {
+        var machine = Machine(role: .server)
+        _ = machine.start()
+        _ = machine.receive(Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: WireV1.Settings()))))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        let actions = machine.sendStatus(1, WireV1.Status(code: .notFound, message: "no key \"k\u{0}\""))
+        guard case .write(let frame)? = actions.first, case .status(let sent)? = frame.kind else {
+            Issue.record("\(actions)")
+            return
+        }
+        #expect(sent.message == #"no key "k\0""#)
+        _ = try FrameEncoder().encode(frame)
+        #expect(throws: WireError.self) {
+            try FrameEncoder().encode(Self.frame(1, .status(WireV1.Status(code: .notFound, message: "k\u{0}"))))
+        }
+        let goaway = WireV1.GoAway(reason: "a\u{0}b").fitting(inFrameOf: 16_384)
+        #expect(goaway.reason == #"a\0b"#)
+        #expect(WireV1.Cancel(reason: "\u{0}").fitting(inFrameOf: 16_384).reason == #"\0"#)
+    }
+
     /// A status that fits the peer's frames but would be a frame over 64 KiB of more fields than a peer reads in one
     /// (`FrameFormat.maximumLargeFrameFields`) loses its details and trailers, and keeps its whole message.
     @Test func aStatusOfTooManyFieldsLosesItsTrailers() throws {

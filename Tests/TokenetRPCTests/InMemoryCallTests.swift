@@ -33,6 +33,8 @@ import TokenetWire
             if request.fString == "fail" { throw RPCError(.notFound, "no card with that id") }
             if request.fString == "crash" { throw CocoaError(.fileNoSuchFile) }
             if request.fString == "slow" { try await Task.sleep(for: .seconds(30)) }
+            if request.fString == "nul" { throw RPCError(.invalidArgument, "no key \"k\u{0}\"") }
+            if request.fString == "nul-response" { return Scalars(fString: "k\u{0}") }
             var response = request
             response.fInt32 += 1
             return response
@@ -59,6 +61,26 @@ import TokenetWire
         let (_, client, _) = Self.connect(Self.echoRouter)
         let response = try await client.unary(Echo.unary, Scalars(fInt32: 41, fString: "hello"))
         #expect(response == Scalars(fInt32: 42, fString: "hello"))
+    }
+
+    /// A handler's error that quotes input holding a NUL (which protobuf-c cannot encode in a string) reaches the
+    /// caller with the NUL written as `\0`, and a response holding one fails its own call alone: either used to end
+    /// the whole connection with the calls it carried.
+    @Test func aNULInAnErrorOrAResponseFailsOnlyItsCall() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        await #expect {
+            _ = try await client.unary(Echo.unary, Scalars(fString: "nul"))
+        } throws: { error in
+            let error = error as? RPCError
+            return error?.code == .invalidArgument && error?.message == #"no key "k\0""#
+        }
+        await #expect {
+            _ = try await client.unary(Echo.unary, Scalars(fString: "nul-response"))
+        } throws: { error in
+            (error as? RPCError)?.code == .`internal`
+        }
+        let response = try await client.unary(Echo.unary, Scalars(fInt32: 1, fString: "after"))
+        #expect(response == Scalars(fInt32: 2, fString: "after"))
     }
 
     @Test func serverStreamingCall() async throws {
