@@ -407,7 +407,15 @@ final class InspectSession: Sendable {
         guard let error = error as? RPCError, error.code == .unavailable, !client.peerGreeted else { return nil }
         let told = ["before its hello", "no hello from the peer", "not a Tokenet frame"].contains(
             where: error.message.contains)
-        let said = told ? error.message : "it sent no Tokenet hello: \(error.message)"
+        // A hello that came but could not be accepted (a protocol version or frame limit this side refuses).
+        let refusedHello = ["is not supported; this node speaks", "is below the minimum of"].contains(
+            where: error.message.contains)
+        let said =
+            told
+            ? error.message
+            : refusedHello
+                ? "its Tokenet hello could not be accepted: \(error.message)"
+                : "it sent no Tokenet hello: \(error.message)"
         return CLIError(.connection, "cannot connect to \(options.address): \(said)")
     }
 

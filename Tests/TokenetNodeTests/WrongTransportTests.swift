@@ -56,6 +56,25 @@ import TokenetWire
             "\(result.stderr)")
     }
 
+    /// A server whose hello speaks a protocol version the CLI does not: the hello came, and is named as refused.
+    @Test func aHelloOfAnUnsupportedVersion() async throws {
+        let answer: @Sendable (PlainConnection) async throws -> Void = { connection in
+            _ = try await connection.read()
+            let hello = WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 0)))
+            try await connection.write(try FrameEncoder().encode(hello))
+            _ = try? await connection.read()
+        }
+        let result = try await runAgainstNonNode(answeredBy: answer) {
+            ["list", $0, "--plaintext", "--deadline", "20s"]
+        }
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(": its Tokenet hello could not be accepted: ")
+                && result.stderr.contains("protocol version 0 is not supported"),
+            "\(result.stderr)")
+        #expect(!result.stderr.contains("sent no Tokenet hello"), "\(result.stderr)")
+    }
+
     /// A server that closes every connection at once, as a node over its `--address-handshakes` does.
     @Test func aCloseDuringTheTLSHandshake() async throws {
         let pki = DevelopmentPKI.shared
