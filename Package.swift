@@ -65,7 +65,7 @@ let package = Package(
         .target(name: "TokenetStorage", dependencies: ["CSQLite"]),
 
         // MARK: Card data: numbers, schemes, JWE card-data encryption, encryption at rest, tokens.
-        .target(name: "TokenetCard", dependencies: ["COpenSSL", "CTokenetShims", "TokenetFileModes"]),
+        .target(name: "TokenetCard", dependencies: ["COpenSSL", "CTokenetShims", "TokenetFileModes", "TokenetWire"]),
 
         // MARK: Fault injection: a TCP proxy that delays, partitions, refuses or resets what it carries.
         .target(name: "TokenetFaults", dependencies: ["TokenetTransport"]),

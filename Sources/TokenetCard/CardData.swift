@@ -1,4 +1,5 @@
 import Foundation
+import TokenetWire
 
 /// The card data carried inside a JWE, in the JSON shape token service providers use:
 /// `{"accountNumber":"…","expirationDate":{"month":"12","year":"2027"},"cvv2":"123","name":"…"}`.
@@ -52,6 +53,14 @@ public struct CardData: Codable, Sendable, Equatable, CustomStringConvertible, C
             throw CardError(.invalidPayload, "the card data field \(Self.path(context)) is null")
         } catch {
             throw CardError(.invalidPayload, "the decrypted payload is not a JSON card-data object")
+        }
+        // Two account numbers (or expiries) in one payload: Foundation's decoder kept one without a word, and the
+        // card decided on may not be the one a reader of the payload sees. The name is told only when it is one of
+        // letters, so that no value slipped into a name is echoed.
+        if let repeated = try? JSONValue(parsing: String(decoding: bytes, as: UTF8.self)).firstRepeatedKey {
+            let named = repeated.count <= 64 && repeated.allSatisfy { $0.isASCII && ($0.isLetter || $0 == ".") }
+            throw CardError(
+                .invalidPayload, "the card data names \(named ? "\"\(repeated)\"" : "a field") twice; give each once")
         }
     }
 

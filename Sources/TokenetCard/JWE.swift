@@ -1,4 +1,5 @@
 import Foundation
+import TokenetWire
 
 /// JWE compact serialization (RFC 7516) for card data: `alg` RSA-OAEP-256 wraps a fresh 256-bit content-encryption
 /// key (CEK), and `enc` A256GCM encrypts the payload with it.
@@ -137,6 +138,10 @@ struct JWEParts {
             parsed = try JSONDecoder().decode(JWEHeader.self, from: Data(decoded[0]))
         } catch {
             throw CardError(.malformedJWE, "the JWE protected header is not a JSON object with string alg/enc/kid")
+        }
+        // Foundation's decoder keeps one of two values of a name, where another reader may keep the other.
+        if let repeated = try? JSONValue(parsing: String(decoding: decoded[0], as: UTF8.self)).firstRepeatedKey {
+            throw CardError(.malformedJWE, "the JWE protected header names \(Self.quoted(repeated)) twice")
         }
         guard parsed.alg == JWE.algorithm else {
             throw CardError(

@@ -20,30 +20,6 @@ public enum StrictJSON {
         } catch {
             return maskPAN("not valid JSON: \(error.message)")
         }
-        return repeatedKey(in: value, at: "").map { maskPAN("\"\($0)\" appears twice; give each key once") }
-    }
-
-    /// The place of the first key an object in `value` names twice, depth first.
-    private static func repeatedKey(in value: JSONValue, at path: String) -> String? {
-        switch value {
-        case .object(let members):
-            var seen: Set<String> = []
-            for member in members where !seen.insert(member.key).inserted {
-                return path.isEmpty ? member.key : "\(path).\(member.key)"
-            }
-            for member in members {
-                if let found = repeatedKey(in: member.value, at: path.isEmpty ? member.key : "\(path).\(member.key)") {
-                    return found
-                }
-            }
-            return nil
-        case .array(let elements):
-            for (index, element) in elements.enumerated() {
-                if let found = repeatedKey(in: element, at: "\(path)[\(index)]") { return found }
-            }
-            return nil
-        default:
-            return nil
-        }
+        return value.firstRepeatedKey.map { maskPAN("\"\($0)\" appears twice; give each key once") }
     }
 }

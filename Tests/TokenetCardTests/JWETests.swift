@@ -111,6 +111,22 @@ import Testing
         (#"{"accountNumber":"4111111111111111"}"#, "no \"expirationDate\" field"),
         (#"{"accountNumber":4111111111111111,"expirationDate":{"month":"12","year":"2027"}}"#, "wrong type"),
         (#"{"accountNumber":"4111111111111111","expirationDate":{"month":null,"year":"2027"}}"#, "is null"),
+        // Two account numbers: Foundation's decoder kept one without a word.
+        (
+            #"{"accountNumber":"4111111111111111","expirationDate":{"month":"12","year":"2027"},"#
+                + #""accountNumber":"4761000010000009"}"#,
+            "names \"accountNumber\" twice"
+        ),
+        (
+            #"{"accountNumber":"4111111111111111","expirationDate":{"month":"12","month":"01","year":"2027"}}"#,
+            "names \"expirationDate.month\" twice"
+        ),
+        // A name that is not one of letters is not echoed: it could hold a card number.
+        (
+            #"{"accountNumber":"4111111111111111","expirationDate":{"month":"12","year":"2027"},"#
+                + #""4111111111111111":1,"4111111111111111":2}"#,
+            "names a field twice"
+        ),
     ])
     func badPayloads(_ payload: String, _ fragment: String) throws {
         let compact = try JWE.encrypt(Array(payload.utf8), to: Fixtures.key.publicKey)
@@ -155,6 +171,11 @@ import Testing
             (#"{"alg":"RSA-OAEP-256","enc":"A256GCM"}"#, .unknownKeyID, "no kid"),
             (#"{"alg":"RSA-OAEP-256","enc":"A256GCM","kid":"other-key"}"#, .unknownKeyID, "\"other-key\""),
             (#"{"alg":"RSA-OAEP-256","enc":"A256GCM","kid":7}"#, .malformedJWE, "protected header"),
+            // A second kid (or alg) would be read by one reader and not by another.
+            (
+                #"{"alg":"RSA-OAEP-256","enc":"A256GCM","kid":"\#(kid)","kid":"zzz"}"#, .malformedJWE,
+                "names \"kid\" twice"
+            ),
             ("not json", .malformedJWE, "protected header"),
             ("[]", .malformedJWE, "protected header"),
         ]
