@@ -160,9 +160,13 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     public func acceptTerms(_ request: WalletV1.AcceptTermsRequest, context: ServerContext) async throws
         -> WalletV1.AcceptTermsResponse
     {
-        try await answering {
-            try await acceptTerms(cardRef: request.cardRef, log: logger.withTraceID(context.traceID))
-        }
+        // The digitization runs to its end when its caller goes (a killed CLI, a closed app): cancelled with the
+        // call, it cancelled the Digitize the TSP may already have decided, and the card stayed DIGITIZING here
+        // while the TSP and the issuer held its token, until someone synced. Its own deadline, the call's (passed on
+        // through the task's `ServerContext`), still bounds it.
+        let logger = logger.withTraceID(context.traceID)
+        let digitization = Task { try await answering { try await acceptTerms(cardRef: request.cardRef, log: logger) } }
+        return try await digitization.value
     }
 
     /// Accepts the T&C of `cardRef` and digitizes it, or sends its Digitize again with the same request id when an

@@ -108,6 +108,35 @@ import TokenetWire
         #expect(wallet.logs.lines.contains { $0.contains("digitization in progress; not resumed") })
     }
 
+    /// A caller that goes while its accept-terms waits for the TSP (a killed CLI) leaves the digitization to finish:
+    /// cancelled with the call, the Digitize the TSP had decided was cancelled too, and the card stayed DIGITIZING
+    /// while the TSP held its token, until a sync.
+    @Test func aCallerThatGoesLeavesTheDigitizationToFinish() async throws {
+        let wallet = try WalletHarness()
+        let (entered, enter) = AsyncStream<Void>.makeStream()
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        wallet.tsp.state.withLock {
+            $0.digitizeHold = {
+                enter.yield()
+                for await _ in gate { break }
+            }
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let accepting = Task { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+        for await _ in entered { break }
+        accepting.cancel()
+        await #expect(throws: (any Error).self) { try await accepting.value }
+        open.yield()
+        var status = ""
+        for _ in 0..<200 {
+            status = try await wallet.control.listCards(.init()).cards.first?.status ?? ""
+            if status == "DIGITIZED" { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(status == "DIGITIZED")
+        #expect(wallet.tsp.state.withLock { $0.digitizeRequests.count } == 1)
+    }
+
     /// A TSP that does not answer the first card's Digitize is not asked for the others in the same resume: each
     /// would wait for it as long, and a sync with six such cards took 27 s to fail. They wait for the next resume.
     @Test func aTSPThatDoesNotAnswerEndsTheResume() async throws {
