@@ -19,6 +19,13 @@ public struct AppViewTable: Equatable, Sendable {
     public private(set) var lastSequence: UInt64 = 0
     public private(set) var pulls: UInt32 = 0
     public var listening = false
+    /// The removed rows, oldest removal first: past `removedRowsKept` the oldest goes. A removed row stays to show
+    /// the card gone and to keep a late event from bringing it back; kept for every token ever deleted, the table
+    /// grew with each one, and past about 12,000 its answer would no longer fit in a message.
+    private var removals: [String] = []
+
+    /// How many removed rows the view keeps.
+    public static let removedRowsKept = 256
 
     public init() {}
 
@@ -28,12 +35,27 @@ public struct AppViewTable: Equatable, Sendable {
         walletAccountID = pull.walletAccountID
         selectedDigitalCardID = pull.selectedDigitalCardID
         rows = [:]
+        removals = []
         // A deleted token the wallet still lists is removed, as the events and CARD_STATE mark it: a restarted app
         // showed as a DEACTIVATED card what it had shown as removed before.
         for token in pull.tokens {
-            rows[token.digitalCardID] = Row(
-                tokenState: token.tokenState, updatedBy: "pull", removed: token.tokenState == .deactivated)
+            set(
+                token.digitalCardID,
+                Row(tokenState: token.tokenState, updatedBy: "pull", removed: token.tokenState == .deactivated))
         }
+    }
+
+    /// Sets a row, counting a removed one among the removals and forgetting the oldest past `removedRowsKept`.
+    private mutating func set(_ digitalCardID: String, _ row: Row) {
+        let wasRemoved = rows[digitalCardID]?.removed ?? false
+        rows[digitalCardID] = row
+        guard row.removed else {
+            if wasRemoved { removals.removeAll { $0 == digitalCardID } }
+            return
+        }
+        if wasRemoved { return }
+        removals.append(digitalCardID)
+        if removals.count > Self.removedRowsKept { rows[removals.removeFirst()] = nil }
     }
 
     public mutating func apply(event: WalletV1.WalletEvent) {
@@ -45,7 +67,7 @@ public struct AppViewTable: Equatable, Sendable {
             walletAccountID = event.walletAccountID
         case .tokenizedCardAdded, .tokenStatusChanged:
             guard !event.digitalCardID.isEmpty, !isDeleted(event.digitalCardID) else { return }
-            rows[event.digitalCardID] = Row(tokenState: event.tokenState, updatedBy: name, removed: false)
+            set(event.digitalCardID, Row(tokenState: event.tokenState, updatedBy: name, removed: false))
         case .tokenizedCardRemoved:
             guard !event.digitalCardID.isEmpty else { return }
             // A wallet removes a card whose token is DEACTIVATED, and says so: that state stands whatever came
@@ -54,7 +76,7 @@ public struct AppViewTable: Equatable, Sendable {
             let state =
                 event.tokenState == .deactivated
                 ? .deactivated : rows[event.digitalCardID]?.tokenState ?? event.tokenState
-            rows[event.digitalCardID] = Row(tokenState: state, updatedBy: name, removed: true)
+            set(event.digitalCardID, Row(tokenState: state, updatedBy: name, removed: true))
         case .selectedCardChanged:
             selectedDigitalCardID = event.digitalCardID
         case .unspecified, .unrecognized:
@@ -71,8 +93,7 @@ public struct AppViewTable: Equatable, Sendable {
     public mutating func apply(cardState: CardV1.TokenState, digitalCardID: String) {
         guard !digitalCardID.isEmpty, !isDeleted(digitalCardID) else { return }
         guard pulls == 0 || rows[digitalCardID] != nil else { return }
-        rows[digitalCardID] = Row(
-            tokenState: cardState, updatedBy: "CARD_STATE", removed: cardState == .deactivated)
+        set(digitalCardID, Row(tokenState: cardState, updatedBy: "CARD_STATE", removed: cardState == .deactivated))
     }
 
     /// The token is DEACTIVATED: deleted for good (the TSP never changes a deleted token), so nothing heard after

@@ -25,6 +25,36 @@ import TokenetWire
             tokens: tokens.map { WalletV1.TokenStatus(digitalCardID: $0.0, tokenState: $0.1) })
     }
 
+    /// Removed rows are kept up to `removedRowsKept`, the oldest removal going first: kept for every token ever
+    /// deleted, a sandbox's table grew with each one until its answer would not fit in a message. Rows of tokens
+    /// still held stay, however many removals follow.
+    @Test func removedRowsAreKeptUpToALimit() {
+        var table = AppViewTable()
+        table.apply(event: Self.event(1, .tokenizedCardAdded, Self.visa))
+        let limit = AppViewTable.removedRowsKept
+        var sequence: UInt64 = 1
+        for index in 0..<(limit + 10) {
+            let id = "DNITHE\(index)"
+            sequence += 1
+            table.apply(event: Self.event(sequence, .tokenizedCardAdded, id, .inactive))
+            sequence += 1
+            table.apply(event: Self.event(sequence, .tokenizedCardRemoved, id, .deactivated))
+        }
+        #expect(table.rows.count == limit + 1)
+        #expect(table.rows[Self.visa]?.removed == false)
+        #expect(table.rows["DNITHE0"] == nil && table.rows["DNITHE9"] == nil)
+        #expect(table.rows["DNITHE10"]?.removed == true)
+        #expect(table.rows["DNITHE\(limit + 9)"]?.tokenState == .deactivated)
+        // A removed row still kept ignores a late event.
+        table.apply(cardState: .active, digitalCardID: "DNITHE10")
+        #expect(table.rows["DNITHE10"]?.tokenState == .deactivated)
+        // CARD_STATE's DEACTIVATED counts as a removal too.
+        table.apply(cardState: .deactivated, digitalCardID: Self.visa)
+        #expect(table.rows[Self.visa]?.removed == true)
+        #expect(table.rows["DNITHE10"] == nil)
+        #expect(table.rows.count == limit)
+    }
+
     /// A restarted issuer app starts from a pull: the selection comes with it, where before the app showed none
     /// until the person chose another card.
     @Test func thePullCarriesTheSelectedCard() {

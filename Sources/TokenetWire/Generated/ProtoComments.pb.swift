@@ -39,6 +39,7 @@ extension ProtoRegistry {
         "tokenet.issuer.v1.AppAnswerAuthnResponse.approved": "As the TSP answered (AnswerAuthnResponse): whether the payment went through, and why not after a proceed.",
         "tokenet.issuer.v1.AppAuthn.digital_card_id": "The token the payment is made with (the AUTHN message's card id), kept with the request: the message itself\nleaves the app's listing after 500 newer ones. Empty for a request kept before the app recorded it, whose card\nis then known only while its message is listed.",
         "tokenet.issuer.v1.AppAuthn.status": "PENDING, PROCEEDED or CANCELLED; EXPIRED when listed after its expiry passed unanswered (the TSP refuses a late\nanswer, and so does AnswerAuthn, FAILED_PRECONDITION).",
+        "tokenet.issuer.v1.AppCard.removed": "The card is gone from the wallet (its token deleted). The view keeps the 256 most recently removed cards; an\nolder one is left out.",
         "tokenet.issuer.v1.AppCard.updated_by": "\"pull\" (CurrentTokens), \"CARD_STATE\" (the TSP's message) or the wire name of the last wallet event that changed\nit, e.g. \"WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED\"; `tokenet issuer app-view` prints it in words.",
         "tokenet.issuer.v1.AppDeleteAccountRequest.pin": "The app's PIN: a wrong one uses a try, as a login does.",
         "tokenet.issuer.v1.AppLoginResponse.account_id": "The account whose credentials signed in.",

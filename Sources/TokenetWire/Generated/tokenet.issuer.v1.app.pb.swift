@@ -37,6 +37,8 @@ extension IssuerV1 {
         /// it, e.g. "WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED"; `tokenet issuer app-view` prints it in words.
         public var updatedBy: String = ""
 
+        /// The card is gone from the wallet (its token deleted). The view keeps the 256 most recently removed cards; an
+        /// older one is left out.
         public var removed: Bool = false
 
         public init() {}

@@ -46,6 +46,10 @@ struct  Tokenet__Issuer__V1__AppCard
    * it, e.g. "WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED"; `tokenet issuer app-view` prints it in words.
    */
   char *updated_by;
+  /*
+   * The card is gone from the wallet (its token deleted). The view keeps the 256 most recently removed cards; an
+   * older one is left out.
+   */
   protobuf_c_boolean removed;
 };
 #define TOKENET__ISSUER__V1__APP_CARD__INIT \
