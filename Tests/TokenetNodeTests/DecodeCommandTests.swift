@@ -450,7 +450,8 @@ import TokenetWire
         ([], "hello world\n", 1, "decode: standard input holds text, not Tokenet frames"),
         (
             ["--hex", "--type", "tokenet.health.v1.HealthCheckResponse"], "ff", 1,
-            "tokenet: decode: the bytes are not a valid tokenet.health.v1.HealthCheckResponse message\n"
+            "tokenet: decode: the bytes are not a valid tokenet.health.v1.HealthCheckResponse message: at byte 0, a "
+                + "field's key runs past the end of its message\n"
         ),
         // A length prefix of 4 GiB: refused before anything is allocated for it.
         (["--hex"], "ffffffff00", 1, "decode: frame 1 (after 0 whole frames) cannot be decoded"),

@@ -87,6 +87,7 @@ extension ProtoMessage {
                     + "does not have, the most Tokenet reads in one message")
         }
         var fieldWithNUL: String?
+        var malformation: String?
         let unpacked: UnsafeMutablePointer<ProtobufCMessage>? = bytes.withUnsafeBytes { raw in
             // protobuf-c reads `len` bytes from `data`; an empty message needs a valid pointer, not nil.
             var empty: UInt8 = 0
@@ -94,11 +95,17 @@ extension ProtoMessage {
                 let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? fallback
                 return protobuf_c_message_unpack(descriptor, nil, raw.count, base)
             }
-            if unpacked != nil { fieldWithNUL = ProtoNULScan.stringFieldWithNUL(in: raw, descriptor: descriptor) }
+            if unpacked != nil {
+                fieldWithNUL = ProtoNULScan.stringFieldWithNUL(in: raw, descriptor: descriptor)
+            } else {
+                malformation = ProtoMalformationScan.problem(in: raw, descriptor: descriptor)
+            }
             return unpacked
         }
         guard let unpacked else {
-            throw WireError(.invalidMessage, "the bytes are not a valid \(Self.protoName) message")
+            throw WireError(
+                .invalidMessage,
+                "the bytes are not a valid \(Self.protoName) message" + (malformation.map { ": \($0)" } ?? ""))
         }
         defer { protobuf_c_message_free_unpacked(unpacked, nil) }
         if let fieldWithNUL {
