@@ -39,12 +39,20 @@ public struct ActivationLink: Sendable, Equatable {
                 .invalidArgument, "not an activation link: it starts otp://p? (copy it whole from the message)")
         }
         var values: [String: String] = [:]
-        for item in components.queryItems ?? [] {
+        // Read as sent: decoded by URLComponents, a value whose %-escapes are not UTF-8 came out empty, and the link
+        // was said to have no code though its c= was there.
+        for item in components.percentEncodedQueryItems ?? [] {
             guard ["u", "n", "c", "r"].contains(item.name) else { continue }
             guard values[item.name] == nil else {
                 throw IssuerError(.invalidArgument, "the activation link has \(item.name)= twice")
             }
-            values[item.name] = item.value ?? ""
+            guard let value = (item.value ?? "").removingPercentEncoding else {
+                throw IssuerError(
+                    .invalidArgument,
+                    "the activation link's \(item.name)= is not text (its %-escapes are not UTF-8); copy the link "
+                        + "whole from the message")
+            }
+            values[item.name] = value
         }
         guard let code = values["c"], !code.isEmpty else {
             throw IssuerError(.invalidArgument, "the activation link has no code (c=); copy it whole from the message")

@@ -406,6 +406,9 @@ import TokenetWire
         #expect(try ActivationLink(parsing: "\(link.text).") == link)
         #expect(throws: IssuerError.self) { try ActivationLink(parsing: link.text + "&c=AAAA") }
         #expect(throws: IssuerError.self) { try ActivationLink(parsing: "otp://q?c=A&r=B") }
+        // A code whose %-escapes are not UTF-8 is named as such: it was said to be missing.
+        let notText = #expect(throws: IssuerError.self) { try ActivationLink(parsing: "otp://p?c=%FF&r=ref-1") }
+        #expect(notText?.message.contains("c= is not text (its %-escapes are not UTF-8)") == true)
     }
 
     @Test func thePINSurvivesDeletingEveryAccount() async throws {
