@@ -24,6 +24,12 @@ public enum NodeCommandLine {
             // `-h`, as the CLI takes it: "unexpected argument '-h'" answered a person asking for help.
             if argument == "-h" { return .help }
             guard argument.hasPrefix("--"), argument.count > 2 else {
+                // One dash, as Go tools take options: named with the option meant.
+                let single = argument.dropFirst().prefix { $0 != "=" }
+                if argument.hasPrefix("-"), keys.contains(where: { $0.rawValue == single }) {
+                    throw NodeError(
+                        .usage, "unknown option '\(NodeError.shown(argument))'; did you mean --\(single)?")
+                }
                 throw NodeError(.usage, "unexpected argument '\(NodeError.shown(argument))'")
             }
             let body = argument.dropFirst(2)

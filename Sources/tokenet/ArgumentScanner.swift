@@ -29,6 +29,14 @@ struct ArgumentScanner {
     private var optionsEnded = false
     private var given: Set<String> = []
 
+    /// "; did you mean --name?" for `-name` (or `-name=…`) when `--name` is one of `options`, else "": Go tools
+    /// such as grpcurl take options with one dash, and "unknown option '-plaintext'" alone sent a person to the help.
+    static func singleDashHint(_ flag: String, options: Set<String>) -> String {
+        guard flag.hasPrefix("-"), !flag.hasPrefix("--") else { return "" }
+        let long = "-" + flag.prefix { $0 != "=" }
+        return options.contains(long) ? "; did you mean \(long)?" : ""
+    }
+
     /// `command` names the command in messages (`wallet add-card: --pan needs a value`).
     init(_ arguments: [String], command: String, valued: Set<String>, repeatable: Set<String> = []) {
         self.arguments = arguments

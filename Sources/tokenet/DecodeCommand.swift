@@ -149,7 +149,11 @@ enum DecodeCommand {
                 case .flag(let flag, let inline) where ["--hex", "--base64"].contains(flag) && inline != nil:
                     throw CLIError(.usage, "decode: \(flag) takes no value")
                 case .valued(let flag, _), .flag(let flag, _):
-                    throw CLIError(.usage, "decode: unknown option \(Self.shown(flag))")
+                    throw CLIError(
+                        .usage,
+                        "decode: unknown option \(Self.shown(flag))"
+                            + ArgumentScanner.singleDashHint(
+                                flag, options: Self.valuedFlags.union(["--hex", "--base64"])))
                 case .endOfOptions: continue
                 case .operand(let argument):
                     guard file == nil else { throw CLIError(.usage, "decode: one FILE at most") }

@@ -46,7 +46,9 @@ struct DemoOptions: Sendable, Equatable {
             case .flag("--keep-dir", nil): keepDirectory = true
             case .flag("--keep-dir", _): throw CLIError(.usage, "demo: --keep-dir takes no value")
             case .valued("--timeout", let text): timeout = try Sandbox.timeout(text, command: "demo")
-            case .valued(let flag, _), .flag(let flag, _): throw CLIError(.usage, "demo: unknown option '\(flag)'")
+            case .valued(let flag, _), .flag(let flag, _):
+                let hint = ArgumentScanner.singleDashHint(flag, options: Self.valuedFlags.union(["--keep-dir"]))
+                throw CLIError(.usage, "demo: unknown option '\(flag)'\(hint)")
             case .endOfOptions: continue
             case .operand(let operand): throw CLIError(.usage, "demo: unexpected argument '\(operand)'")
             }

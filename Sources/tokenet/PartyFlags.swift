@@ -1,3 +1,5 @@
+import TokenetNode
+
 /// The flags of a party command (`tokenet wallet add-card --pan …`), split from the connection flags that
 /// `InspectOptions` parses, so the party commands share `--cacert/--cert/--key/--plaintext/--deadline/-H` with
 /// `tokenet call` instead of copying them.
@@ -40,6 +42,12 @@ struct PartyFlags: Sendable, Equatable {
             case .flag(let name, let inline) where known.contains(name):
                 guard inline == nil else { throw CLIError(.usage, "\(command): \(name) takes no value") }
                 switches.insert(name)
+            case .flag(let name, _)
+            where !ArgumentScanner.singleDashHint(name, options: valued.union(known)).isEmpty:
+                throw CLIError(
+                    .usage,
+                    "\(command): unknown option '\(maskPAN(String(name.prefix { $0 != "=" })))'"
+                        + ArgumentScanner.singleDashHint(name, options: valued.union(known)))
             case .flag(let name, let inline): rest.append(inline.map { "\(name)=\($0)" } ?? name)
             case .endOfOptions: rest.append("--")
             case .operand(let operand): rest.append(operand)

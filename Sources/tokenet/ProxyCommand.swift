@@ -69,7 +69,10 @@ enum ProxyCommand {
                 case .flag("--refuse", nil): faults.append(.refuse)
                 case .flag(let flag, let inline) where ["--partition", "--refuse"].contains(flag) && inline != nil:
                     throw CLIError(.usage, "proxy: \(flag) takes no value")
-                case .valued(let flag, _), .flag(let flag, _): throw CLIError(.usage, "proxy: unknown option '\(flag)'")
+                case .valued(let flag, _), .flag(let flag, _):
+                    let hint = ArgumentScanner.singleDashHint(
+                        flag, options: Self.valuedFlags.union(["--partition", "--refuse"]))
+                    throw CLIError(.usage, "proxy: unknown option '\(flag)'\(hint)")
                 case .endOfOptions: continue
                 case .operand(let operand):
                     throw CLIError(

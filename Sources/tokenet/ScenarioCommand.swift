@@ -143,7 +143,10 @@ struct ScenarioCommand {
             case .flag(let flag, let inline)
             where inline != nil && ["--check", "--verbose", "--keep-dir"].contains(flag):
                 throw CLIError(.usage, "scenario: \(flag) takes no value")
-            case .flag(let flag, _): throw CLIError(.usage, "scenario: unknown option '\(flag)'")
+            case .flag(let flag, _):
+                let hint = ArgumentScanner.singleDashHint(
+                    flag, options: Self.valuedFlags.union(["--check", "--verbose", "--keep-dir"]))
+                throw CLIError(.usage, "scenario: unknown option '\(flag)'\(hint)")
             case .endOfOptions: continue
             case .operand(let file): files.append(file)
             }

@@ -66,7 +66,9 @@ struct UpCommand {
             case .valued("--timeout", let text): timeout = try Sandbox.timeout(text, command: "up")
             case .valued("--host", let text): placement.host = try Self.host(text)
             case .valued("--base-port", let text): placement.basePort = try Self.basePort(text)
-            case .valued(let flag, _), .flag(let flag, _): throw CLIError(.usage, "up: unknown option '\(flag)'")
+            case .valued(let flag, _), .flag(let flag, _):
+                let hint = ArgumentScanner.singleDashHint(flag, options: Self.valuedFlags)
+                throw CLIError(.usage, "up: unknown option '\(flag)'\(hint)")
             case .endOfOptions: continue
             case .operand(let operand): throw CLIError(.usage, "up: unexpected argument '\(operand)'")
             }

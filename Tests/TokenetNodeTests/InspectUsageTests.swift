@@ -342,6 +342,23 @@ import TokenetTransport
             ["call", "127.0.0.1:1", "tokenet.health.v1.Health/Check", option, "--plaintext"], message)
     }
 
+    /// Every command's own options are named the same way when typed with one dash: only the connection options
+    /// were, and `wallet suspend … -reason X` said no more than "unknown option '-reason'".
+    @Test(arguments: [
+        (
+            ["wallet", "suspend", "127.0.0.1:1", "card-1", "-reason", "x"],
+            "unknown option '-reason'; did you mean --reason?"
+        ),
+        (["decode", "-hex"], "decode: unknown option '-hex'; did you mean --hex?"),
+        (["scenario", "-check", "x.scenario"], "scenario: unknown option '-check'; did you mean --check?"),
+        (["proxy", "-to", "127.0.0.1:1"], "proxy: unknown option '-to'; did you mean --to?"),
+        (["up", "-dir", "x"], "up: unknown option '-dir'; did you mean --dir?"),
+        (["demo", "-keep-dir"], "demo: unknown option '-keep-dir'; did you mean --keep-dir?"),
+    ])
+    func aSingleDashOptionOfAnyCommandNamesTheOneMeant(arguments: [String], message: String) async throws {
+        try await expectUsageError(arguments, message)
+    }
+
     /// Whatever argument a usage error quotes is quoted with a card number in it masked to its last four digits, as
     /// the request JSON is: a card number typed where the method, the address or an option's value goes was echoed
     /// to the terminal, and to whatever records it, as typed.

@@ -405,6 +405,10 @@ import Testing
         (["--help=1"], "--help takes no value"),
         (["stray"], "unexpected argument 'stray'"),
         (["--"], "unexpected argument '--'"),
+        // One dash, as Go tools take options: the option meant is named.
+        (["-plaintext"], "unknown option '-plaintext'; did you mean --plaintext?"),
+        (["-listen=127.0.0.1:0"], "unknown option '-listen=127.0.0.1:0'; did you mean --listen?"),
+        (["-nosuch"], "unexpected argument '-nosuch'"),
         (["--=127.0.0.1:1"], "unknown option '--'"),
         (["--listen="], "--listen: expected HOST:PORT such as 127.0.0.1:7001, with an IPv6 address in brackets"),
         (["--listen", "[fe80::1%lo]:0"], "--listen: expected an address without an IPv6 zone (%NAME), such as"),
