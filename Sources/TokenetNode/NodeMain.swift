@@ -111,7 +111,22 @@ public enum NodeMain {
         do {
             runtime = try NodeRuntime.start(
                 spec: spec, options: options, logger: logger, makeListener: makeListener,
-                stopRequested: { firstSignal.withLock { $0 } != nil }, announce: writeStandardOutput)
+                stopRequested: { firstSignal.withLock { $0 } != nil },
+                announce: { line in
+                    writeStandardOutput(line)
+                    // A READY line lost (stdout closed, a full disk, a reader gone) left whoever waits for it waiting
+                    // without a word; the node serves all the same, and its log says so.
+                    if let lost = StandardStream.outputWriteError {
+                        logger.warning(
+                            "the READY line could not be written to standard output; whoever waits for it will not "
+                                + "see this node ready, though it serves",
+                            ["error": String(cString: strerror(lost))])
+                    } else if StandardStream.outputReaderLeft {
+                        logger.warning(
+                            "the READY line found no reader on standard output (its pipe was closed); whoever waits "
+                                + "for it will not see this node ready, though it serves")
+                    }
+                })
         } catch {
             let (note, status) = failedStart(
                 error,

@@ -31,6 +31,30 @@ import TokenetTransport
         #expect(!result.stderr.contains("SIGHUP"), "\(result.stderr)")
     }
 
+    /// A node whose READY line cannot be written (stdout on a full disk, here /dev/full) says so in its log: it
+    /// served, and whoever waited for the line waited without a word.
+    @Test func aLostReadyLineIsLogged() async throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c", "exec \"$0\" \"$@\" > /dev/full", try BuiltExecutables.url(of: "tsp-node").path, "--plaintext",
+                "--data-dir", scratch.path("data"), "--ready-file", readyFile,
+            ])
+        defer { node.process.send(SIGKILL) }
+        try await Self.waitUntil("the node's ready file", of: node.process) {
+            FileManager.default.fileExists(atPath: readyFile)
+        }
+        node.process.send(SIGTERM)
+        let result = try await node.waitForExit()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("the READY line could not be written to standard output")
+                && result.stderr.contains("No space left on device"),
+            "\(result.stderr)")
+    }
+
     @Test func upStopsItsNodesAndRemovesItsWorkspaceOnAHangup() async throws {
         let up = try LaunchedProcess(niced: "tokenet", ["up", "--timeout", "60"])
         defer { up.process.send(SIGKILL) }
