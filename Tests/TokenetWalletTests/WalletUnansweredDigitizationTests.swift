@@ -18,6 +18,21 @@ import TokenetWire
         return wallet
     }
 
+    /// Holds the fake TSP's Digitize until `open` yields; `entered` yields as one arrives.
+    static func holdDigitize(_ wallet: WalletHarness) -> (
+        entered: AsyncStream<Void>, open: AsyncStream<Void>.Continuation
+    ) {
+        let (entered, enter) = AsyncStream<Void>.makeStream()
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        wallet.tsp.state.withLock {
+            $0.digitizeHold = {
+                enter.yield()
+                for await _ in gate { break }
+            }
+        }
+        return (entered, open)
+    }
+
     static func expired(requestID: String, id: String = "m-1") -> TspV1.Notification {
         WalletLifecycleTests.notification(
             "CARD_STATE",
@@ -84,14 +99,7 @@ import TokenetWire
     /// without the command's trace id.
     @Test func aDigitizationInProgressIsLeftToItsCommand() async throws {
         let wallet = try WalletHarness()
-        let (entered, enter) = AsyncStream<Void>.makeStream()
-        let (gate, open) = AsyncStream<Void>.makeStream()
-        wallet.tsp.state.withLock {
-            $0.digitizeHold = {
-                enter.yield()
-                for await _ in gate { break }
-            }
-        }
+        let (entered, open) = Self.holdDigitize(wallet)
         _ = try await wallet.control.addCard(WalletHarness.manual())
         let logger = Logger(node: "wallet-node", level: .debug, sink: wallet.logs)
         let control = WalletControlService(
@@ -113,14 +121,7 @@ import TokenetWire
     /// while the TSP held its token, until a sync.
     @Test func aCallerThatGoesLeavesTheDigitizationToFinish() async throws {
         let wallet = try WalletHarness()
-        let (entered, enter) = AsyncStream<Void>.makeStream()
-        let (gate, open) = AsyncStream<Void>.makeStream()
-        wallet.tsp.state.withLock {
-            $0.digitizeHold = {
-                enter.yield()
-                for await _ in gate { break }
-            }
-        }
+        let (entered, open) = Self.holdDigitize(wallet)
         _ = try await wallet.control.addCard(WalletHarness.manual())
         let accepting = Task { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
         for await _ in entered { break }
