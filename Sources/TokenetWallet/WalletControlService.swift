@@ -67,6 +67,15 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     public func addCard(_ request: WalletV1.AddCardRequest, context: ServerContext) async throws
         -> WalletV1.AddCardResponse
     {
+        // Run to its end when the caller goes, as accept-terms is: the TSP spends a push receipt or session with its
+        // eligible answer, and cancelled with the call, the wallet never stored the card that answer was for.
+        let adding = Task { try await addingCard(request, context: context) }
+        return try await adding.value
+    }
+
+    private func addingCard(_ request: WalletV1.AddCardRequest, context: ServerContext) async throws
+        -> WalletV1.AddCardResponse
+    {
         try await answering {
             let log = logger.withTraceID(context.traceID)
             if let problem = ManualCardForm.languageProblem(request.language) {

@@ -30,6 +30,8 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
         var digitizeHold: (@Sendable () async -> Void)?
         /// What CheckEligibility fails with, when set.
         var eligibilityFailure: RPCError?
+        /// When set, CheckEligibility awaits it before it answers.
+        var eligibilityHold: (@Sendable () async -> Void)?
         /// The issuer a Digitize answer names when `digitize` names none: the harness's issuer app is node
         /// issuer-1, as a real TSP names the node that registered the card's issuer.
         var issuer = (id: "bank-a", nodeID: "issuer-1")
@@ -72,8 +74,12 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
     func checkEligibility(_ request: TspV1.CheckEligibilityRequest, context: ServerContext) async throws
         -> TspV1.CheckEligibilityResponse
     {
-        try state.withLock {
-            $0.eligibilityRequests.append(request)
+        let hold = state.withLock { state in
+            state.eligibilityRequests.append(request)
+            return state.eligibilityHold
+        }
+        if let hold { await hold() }
+        return try state.withLock {
             if let failure = $0.eligibilityFailure { throw failure }
             return $0.eligibility
         }

@@ -257,6 +257,32 @@ import TokenetWire
         #expect(wallet.tsp.recorded.keyRequests == 0)
     }
 
+    /// A caller that goes while the TSP checks a push session (a killed CLI) leaves the card stored: the TSP spends
+    /// the session with its eligible answer, and cancelled with the call, the wallet never stored the card.
+    @Test func aCallerThatGoesDuringAPushedAddLeavesTheCardStored() async throws {
+        let wallet = try WalletHarness()
+        let (entered, enter) = AsyncStream<Void>.makeStream()
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        wallet.tsp.state.withLock {
+            $0.eligibilityHold = {
+                enter.yield()
+                for await _ in gate { break }
+            }
+        }
+        let adding = Task { try await wallet.control.addCard(.init(source: .pushSessionID("ps-9"))) }
+        for await _ in entered { break }
+        adding.cancel()
+        await #expect(throws: (any Error).self) { try await adding.value }
+        open.yield()
+        var sources: [WalletCardSource] = []
+        for _ in 0..<200 {
+            sources = try wallet.store.allCards().map(\.source)
+            if !sources.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(sources == [.pushSession])
+    }
+
     /// A pushed card whose eligibility expired before its T&C were accepted cannot be added again from what pushed
     /// it (the eligibility check spent it): the message says to have the issuer push it again, not to add it again.
     @Test func anExpiredPushedCardSaysToHaveItPushedAgain() async throws {
