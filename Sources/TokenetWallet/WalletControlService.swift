@@ -232,7 +232,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 declined.scheme = card.scheme
                 declined.panLast4 = card.panLast4
                 declined.decidedBy = "tsp"
-                declined.declineReason = "the TSP refused the digitization (\(error.message)); add the card again"
+                declined.declineReason = "the TSP refused the digitization (\(error.message)); \(card.addAgain)"
                 let (stored, recorded) = try store.finishDigitizationOnce(
                     id: card.id, result: declined, nowMs: clock())
                 // Another caller recorded the card's answer meanwhile (the resume and accept-terms at once): that
@@ -241,8 +241,9 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 log.info(
                     "digitization refused by the TSP; card recorded as declined",
                     ["card_ref": card.cardRef, "status": error.code.protoValueName ?? "?"])
+                // A pushed card cannot be added again from what pushed it: the eligibility check spent it.
                 throw RPCError(
-                    error.code, "\(error.message); \(card.cardRef) is recorded as declined: add the card again",
+                    error.code, "\(error.message); \(card.cardRef) is recorded as declined: \(card.addAgain)",
                     cause: error)
             }
             if result.decision != .declined {

@@ -198,6 +198,25 @@ import TokenetWire
         #expect(removed.removed)
     }
 
+    /// A pushed card refused so cannot be added again from its receipt, which its eligibility check spent: the advice
+    /// is to have the issuer push it again, as the wallet's own expiry check says. It said to add the card again.
+    @Test func aPushedCardTheTSPRefusesForGoodSaysToHaveItPushedAgain() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.state.withLock { $0.digitizeFailures = 1 }
+        _ = try await wallet.control.addCard(
+            .init(source: .pushReceipt(.init(scheme: .mastercard, payload: "rcpt-abc"))))
+        await #expect(throws: (any Error).self) { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+        wallet.tsp.state.withLock {
+            $0.digitizeRefusal = RPCError(.failedPrecondition, "the eligibility receipt has expired")
+        }
+        await expectRPCError(
+            .failedPrecondition,
+            "card-1 is recorded as declined: have the issuer push the card again (a new push receipt), then add it "
+                + "with that"
+        ) { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+        #expect(try wallet.store.card(ref: "card-1").result?.declineReason.contains("add the card again") == false)
+    }
+
     /// Commands that need the card's token named its status PENDING_TERMS, which ListCards shows as DIGITIZING,
     /// and did not say how to get the answer.
     @Test func commandsThatNeedTheTokenNameTheDigitizationAndTheWayOn() async throws {
