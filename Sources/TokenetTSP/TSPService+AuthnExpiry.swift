@@ -20,10 +20,8 @@ extension TSPService {
                 nowMs: now, limit: Self.authnExpiryBatch,
                 announce: { expired in
                     expired.map { transaction in
-                        // Told as of now, as an answer is: the last call on the token is this decline.
-                        var told = transaction
-                        told.atMs = now
-                        return TransactionsService.announcement(of: told)
+                        // The last call on the token is this decline, now; the payment keeps its own time.
+                        TransactionsService.announcement(of: transaction, lastCallMs: now)
                     }
                 })
             for transaction in expired.value {

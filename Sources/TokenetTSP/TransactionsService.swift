@@ -110,9 +110,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
                 request.authnRequestID, proceed: request.proceed, nowMs: nowMs,
                 announce: { answer in
                     guard answer.changed else { return [] }
-                    var answered = answer.transaction
-                    answered.atMs = nowMs
-                    return [Self.announcement(of: answered)]
+                    return [Self.announcement(of: answer.transaction, lastCallMs: nowMs)]
                 },
                 authorize: authorize)
             let (transaction, changed, tokenState) = journaled.value
@@ -156,7 +154,10 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
 
     /// TNS TRANSACTION_NOTIFICATION to the wallet and the issuer app, with how its authentication ended (if it
     /// asked for one); the last call is this one.
-    static func announcement(of transaction: TspV1.TspTransaction) -> Announcement {
+    /// `lastCallMs`: when the TSP last acted on the token, which is the payment's own time unless an answer to its
+    /// authentication (or the request's expiry) ended it later. The body keeps the payment's time: told as the
+    /// answer's, a payment showed in the wallet and the issuer app at another time than in the TSP's listing.
+    static func announcement(of transaction: TspV1.TspTransaction, lastCallMs: UInt64? = nil) -> Announcement {
         let body = TspV1.TransactionBody(
             transactionID: transaction.transactionID, amountMinor: transaction.amountMinor,
             currency: transaction.currency, merchant: transaction.merchant, approved: transaction.approved,
@@ -164,7 +165,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             authnRequestID: transaction.authnRequestID)
         return Announcement(
             notification: D1.notification(
-                .transaction, from: .tns, cardID: transaction.digitalCardID, lastCallMs: transaction.atMs,
+                .transaction, from: .tns, cardID: transaction.digitalCardID, lastCallMs: lastCallMs ?? transaction.atMs,
                 body: .transaction(body)),
             recipients: [.wallet, .issuerApp])
     }

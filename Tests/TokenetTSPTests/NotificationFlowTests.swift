@@ -214,6 +214,7 @@ import TokenetWire
         let id = try await LifecycleTests.activeToken(tsp)
         let operatorClient = Self.transactions(tsp, as: LifecycleTests.operator1)
         let issuer = Self.transactions(tsp, as: LifecycleTests.issuer1)
+        let paidAtMs = tsp.clock.now.unixMilliseconds
         let waiting = try await operatorClient.simulateTransaction(
             .init(digitalCardID: id, amountMinor: 2500, merchant: "Slow", authn: true))
         let answered = try await operatorClient.simulateTransaction(
@@ -237,7 +238,8 @@ import TokenetWire
         #expect(!body.approved)
         #expect(body.authnStatus == "EXPIRED")
         #expect(body.amountMinor == 2500)
-        #expect(body.transactionAtMs == tsp.clock.now.unixMilliseconds)
+        // The payment keeps its own time, as the TSP's listing shows it; the decline is the token's last call.
+        #expect(body.transactionAtMs == paidAtMs)
         let publish = tsp.published.of("TRANSACTION_NOTIFICATION").first {
             if case .transaction(let told) = $0.notification.body {
                 told.transactionID == waiting.transactionID
@@ -246,6 +248,7 @@ import TokenetWire
             }
         }
         #expect(publish?.queues == LifecycleTests.bothQueues)
+        #expect(publish?.notification.lastCallTimestampMs == tsp.clock.now.unixMilliseconds)
         #expect(tsp.logs.lines.contains { $0.contains("authentication request expired; payment declined") })
 
         await expectRPCError(.failedPrecondition, "has expired (it is listed EXPIRED); it can no longer be answered") {
