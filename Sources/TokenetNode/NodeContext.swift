@@ -39,6 +39,14 @@ public struct NodeContext: Sendable {
         outgoing.run(body)
     }
 
+    /// How a node's channel to another party spaces its connection attempts while that party cannot be reached: at
+    /// most a second apart (1.2 s with jitter). A call whose deadline ends before the next attempt is due fails
+    /// without one (gRPC's fail-fast), and with the channel's usual 5 s the TSP's calls to an issuer (a 5 s
+    /// deadline, often less in a sandbox's policy) failed so for seconds after the issuer was back, and its
+    /// stand-in decided for an issuer that would have answered. A node has one channel per party, so the party
+    /// sees at most about one attempt a second from it.
+    static let peerBackoff = RPCChannel.Backoff(initial: .milliseconds(100), maximum: .seconds(1))
+
     /// A reconnecting channel to the peer playing `role`, at the address its flag gives (`--tsp`, `--issuer`,
     /// `--wallet`), presenting this node's own certificate — or over plain TCP with `--plaintext`.
     public func channel(to role: NodeRole) throws(NodeError) -> RPCChannel {
@@ -86,7 +94,9 @@ public struct NodeContext: Sendable {
             }
         }
         if options.plaintext {
-            let channel = RPCChannel(timers: timers, peer: peer, onLinkChange: onLinkChange) {
+            let channel = RPCChannel(
+                timers: timers, backoff: Self.peerBackoff, peer: peer, onLinkChange: onLinkChange
+            ) {
                 try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
             }
             outgoing.track(channel)
@@ -109,7 +119,7 @@ public struct NodeContext: Sendable {
             throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
         }
         context.onKeyLogFailure { [logger] in logger.warning($0) }
-        let channel = RPCChannel(timers: timers, peer: peer, onLinkChange: onLinkChange) {
+        let channel = RPCChannel(timers: timers, backoff: Self.peerBackoff, peer: peer, onLinkChange: onLinkChange) {
             try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
         }
         outgoing.track(channel)

@@ -386,7 +386,10 @@ public final class RPCChannel: RPCCaller {
                     // The attempt under way still waits out its backoff, past this call's deadline or wait: fail now,
                     // as the call would had it been the one to attempt, rather than wait for the deadline.
                     if let deadline, let next = state.nextAttemptAt, next >= min(deadline, waitEnds ?? deadline) {
-                        return .fail(unavailable(state.lastError, attempts: state.failures))
+                        return .fail(
+                            unavailable(
+                                state.lastError, attempts: state.failures,
+                                nextAttemptAt: attemptsMade == 0 ? next : nil))
                     }
                     return .wait
                 }
@@ -438,7 +441,8 @@ public final class RPCChannel: RPCCaller {
                 }
             case .connect(let failures, let notBefore):
                 attemptsMade += 1
-                try await attempt(afterFailures: failures, notBefore: notBefore, before: deadline)
+                try await attempt(
+                    afterFailures: failures, notBefore: notBefore, before: deadline, firstForCall: attemptsMade == 1)
             }
         }
     }
@@ -468,13 +472,16 @@ public final class RPCChannel: RPCCaller {
     /// deadline comes first fails at once (gRPC's fail-fast) and leaves the backoff as it was. Always clears
     /// `connecting`.
     private func attempt(
-        afterFailures failures: Int, notBefore: ContinuousClock.Instant?, before deadline: ContinuousClock.Instant?
+        afterFailures failures: Int, notBefore: ContinuousClock.Instant?, before deadline: ContinuousClock.Instant?,
+        firstForCall: Bool
     ) async throws {
         var outcome: Result<RPCClient, any Error>
         /// The call's deadline passed while the peer's hello was on its way: the call fails, the connection stays.
         var outOfTime: RPCError?
         if let deadline, let notBefore, notBefore >= deadline {
-            let error = state.withLock { unavailable($0.lastError, attempts: $0.failures) }
+            let error = state.withLock {
+                unavailable($0.lastError, attempts: $0.failures, nextAttemptAt: firstForCall ? notBefore : nil)
+            }
             finishAttempt(.failure(error), countsAsFailure: false)
             throw error
         }
@@ -611,12 +618,21 @@ public final class RPCChannel: RPCCaller {
         if let unwanted { retire(unwanted) }
     }
 
-    private func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {
+    /// `nextAttemptAt`: the call fails without an attempt of its own, the next being due after its deadline; the
+    /// message says so, with when the last attempt failed. Without it, "after 9 attempt(s): …" read as if this
+    /// call had just tried, seconds after the peer was back.
+    private func unavailable(_ error: (any Error)?, attempts: Int, nextAttemptAt: ContinuousClock.Instant? = nil)
+        -> RPCError
+    {
         let reason = error.map { "\($0)" } ?? "no connection attempt finished"
         let target = peer.map { " to \($0)" } ?? ""
+        var message = "cannot connect\(target) after \(attempts) attempt(s): \(reason)"
+        if let nextAttemptAt {
+            let due = DurationText.describe(max(.zero, nextAttemptAt - .now))
+            message += "; no attempt was made for this call, whose deadline ends before the next one (due in \(due))"
+        }
         return RPCError(
-            .unavailable, "cannot connect\(target) after \(attempts) attempt(s): \(reason)",
-            cause: NotConnected(reason: reason, refused: error.map(Self.isLasting) ?? false))
+            .unavailable, message, cause: NotConnected(reason: reason, refused: error.map(Self.isLasting) ?? false))
     }
 }
 

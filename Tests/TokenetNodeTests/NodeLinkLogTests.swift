@@ -69,6 +69,26 @@ import TokenetWire
     }
 
     /// A plaintext node's context whose --tsp is a free port nobody listens on.
+    /// A node's calls to a party that has been down a while still each make an attempt within a deadline of more
+    /// than 1.2 s: its channel's attempts are at most a second apart (with jitter). With the 5 s of other channels,
+    /// the sixth call on failed without one, and the TSP's stand-in decided for an issuer that was back.
+    @Test(.timeLimit(.minutes(3))) func callsToAPartyDownAWhileEachMakeAnAttempt() async throws {
+        let loop = try EventLoop(name: "test-node-peer-backoff")
+        defer { loop.shutdown() }
+        let context = try Self.contextOfATSPNobodyServes(node: "issuer-node", logs: MemoryLogSink(), loop: loop)
+        let channel = try context.channel(to: .tsp)
+        for call in 1...8 {
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await channel.unary(
+                    HealthV1.Health.check, HealthV1.HealthCheckRequest(),
+                    options: CallOptions(timeout: .milliseconds(1300)))
+            }
+            #expect(
+                error?.message.contains("no attempt was made") == false, "call \(call): \(String(describing: error))")
+        }
+        await channel.close()
+    }
+
     static func contextOfATSPNobodyServes(
         node: String, logs: MemoryLogSink, loop: EventLoop, outgoing: NodeOutgoing = NodeOutgoing()
     ) throws -> NodeContext {

@@ -58,6 +58,12 @@ extension RPCChannelTests {
         }
         #expect(during?.code == .unavailable)
         #expect(peer.attempts.load(ordering: .relaxed) == 1, "no attempt during the backoff")
+        // Said as such: "after 1 attempt(s)" alone read as if this call had just tried.
+        #expect(
+            during?.message.contains(
+                "; no attempt was made for this call, whose deadline ends before the next one (due in ") == true,
+            "\(String(describing: during))")
+        #expect(refused?.message.contains("no attempt was made") == false, "\(String(describing: refused))")
 
         // The peer comes back and the backoff runs out: a call with the same short deadline connects.
         peer.down.store(false, ordering: .releasing)
