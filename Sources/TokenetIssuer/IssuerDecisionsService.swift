@@ -27,7 +27,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
             presented: card, stored: stored, renewed: renewed, asOf: now(), attempts: securityCodes)
         logger.withTraceID(context.traceID).info(
             "eligibility checked",
-            ["card": stored?.id ?? "unknown", "last4": card.last4, "eligible": "\(eligible)"])
+            ["card": stored?.id ?? "unknown", "last4": card.last4, "eligible": "\(eligible)", "reason": reason])
         return IssuerV1.CardEligibilityResponse(eligible: eligible, reason: reason)
     }
 

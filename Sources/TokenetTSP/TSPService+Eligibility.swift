@@ -205,7 +205,7 @@ extension TSPService {
         let why =
             answer.reason.isEmpty
             ? "the card issuer does not allow this card in this wallet" : Self.peerText(answer.reason)
-        log.info("issuer declined eligibility", ["issuer": issuer.id, "last4": card.last4])
+        log.info("issuer declined eligibility", ["issuer": issuer.id, "last4": card.last4, "reason": why])
         return EligibilityRules.Ineligible(reason: .issuerDeclined, message: why)
     }
 

@@ -267,7 +267,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 [
                     "card_ref": stored.cardRef, "decision": result.decision.protoValueName ?? "?",
                     "digital_card_id": result.digitalCardID,
-                    "token_state": result.tokenState.protoValueName ?? "?",
+                    "token_state": result.tokenState.protoValueName ?? "?", "decided_by": result.decidedBy,
+                    "decline_reason": result.declineReason,
                 ])
             // A token the TSP ended before its answer was recorded (a CARD_STATE that overtook it) was never
             // added for the issuer app.

@@ -202,9 +202,14 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                     of: "TOKEN_STATE_", with: "")
                 // With the way to an ACTIVE card where there is one: an INACTIVE token waits for its step-up.
                 let next =
-                    state == "INACTIVE"
-                    ? " (finish its step-up first: tokenet wallet select-method, then submit-otp or the issuer app)"
-                    : ""
+                    switch state {
+                    case "INACTIVE":
+                        " (finish its step-up first: tokenet wallet select-method, then submit-otp or the issuer app)"
+                    case "SUSPENDED":
+                        " (resume it with tokenet wallet resume; a token the issuer or the TSP suspended only they "
+                            + "resume, and tokenet wallet inbox shows who did)"
+                    default: ""
+                    }
                 throw WalletError(
                     .failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay\(next)")
             }

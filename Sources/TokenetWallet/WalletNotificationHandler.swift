@@ -126,7 +126,14 @@ public final class WalletNotificationHandler: NotificationHandler {
                         "message_version": "\(body.stateVersion)",
                     ])
             }
-            logger.info("token state updated from the TSP", fields)
+            // What changed and who changed it: the type and the id alone sent a person to the TSP's history.
+            logger.info(
+                "token state updated from the TSP",
+                [
+                    "message_id": notification.messageID, "type": notification.messageType,
+                    "digital_card_id": notification.cardID, "state": body.tokenState.protoValueName ?? "?",
+                    "reason": body.reasonCode, "initiator": body.initiator,
+                ])
         case .transaction(let body)?:
             try store.record(
                 WalletV1.WalletTransaction(

@@ -109,6 +109,23 @@ import TokenetWire
         #expect(stored?.tokenState == .active && stored?.stateVersion == 4)
     }
 
+    /// A state the TSP sets is logged with what it is and who set it, and a payment with the token then refused
+    /// says how it may be resumed: the type and the token id alone sent a person to the TSP's history.
+    @Test func aStateFromTheTSPIsLoggedWithItsInitiatorAndPayingSaysHowToResume() async throws {
+        let (wallet, _) = try await Self.digitized()
+        try await wallet.notifications.handle(Self.cardState(.suspended, version: 5))
+        let line = wallet.logs.lines.first { $0.contains("token state updated from the TSP") }
+        #expect(
+            line?.contains("state=TOKEN_STATE_SUSPENDED") == true && line?.contains("reason=LOST_CARD") == true
+                && line?.contains("initiator=issuer") == true,
+            "\(wallet.logs.lines)")
+        await expectRPCError(
+            .failedPrecondition,
+            "card-1 is SUSPENDED; only an ACTIVE card can pay (resume it with tokenet wallet resume; a token the "
+                + "issuer or the TSP suspended only they resume, and tokenet wallet inbox shows who did)"
+        ) { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+    }
+
     /// A CARD_STATE delivered again after a later change (the broker redelivers what it did not see acknowledged)
     /// does not bring the earlier state back.
     @Test func aCardStateOlderThanTheStoredStateChangesNothing() async throws {
