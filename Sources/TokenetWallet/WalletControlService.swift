@@ -162,7 +162,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 ])
             return WalletV1.AddCardResponse(
                 cardRef: card.cardRef, eligible: true, terms: terms, scheme: answer.scheme, panLast4: last4,
-                walletAccountID: account)
+                walletAccountID: account, receiptExpiresAtMs: answer.receiptExpiresAtMs)
         }
     }
 

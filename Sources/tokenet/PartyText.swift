@@ -75,13 +75,15 @@ enum PartyText {
         guard response.eligible else { return "Not eligible: \(card): \(response.reason)" }
         var lines = ["\(response.cardRef): \(card) is eligible."]
         if !response.walletAccountID.isEmpty { lines.append("Wallet account: \(response.walletAccountID).") }
+        // The eligibility runs out: accepted later, the card is added again (and a pushed one pushed again).
+        let by = response.receiptExpiresAtMs > 0 ? " by \(time(ms: response.receiptExpiresAtMs))" : ""
         if let terms = response.terms {
             lines.append("Terms and conditions \(terms.id) (version \(terms.version), \(terms.language)):")
             lines += terms.text.split(separator: "\n", omittingEmptySubsequences: false).map { "  \($0)" }
-            lines.append("Accept them with: tokenet wallet accept-terms \(address) \(response.cardRef)")
+            lines.append("Accept them\(by) with: tokenet wallet accept-terms \(address) \(response.cardRef)")
         } else {
             lines.append("No terms and conditions to accept.")
-            lines.append("Digitize it with: tokenet wallet accept-terms \(address) \(response.cardRef)")
+            lines.append("Digitize it\(by) with: tokenet wallet accept-terms \(address) \(response.cardRef)")
         }
         return lines.joined(separator: "\n")
     }

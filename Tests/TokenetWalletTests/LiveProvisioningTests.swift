@@ -88,6 +88,12 @@ import TokenetTestSupport
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.hasPrefix("card-1: Visa card ending 0009 is eligible.\n"), "\(added.stdout)")
         #expect(added.stdout.contains(", es):"))
+        // The eligibility's end is told, as a time to accept the T&C by (it was not, and a late accept-terms failed).
+        let acceptBy = try #require(added.stdout.split(separator: "\n").first { $0.hasPrefix("Accept them by ") })
+        #expect(
+            acceptBy.hasSuffix("Z with: tokenet wallet accept-terms \(wallet.listen) card-1")
+                && acceptBy.contains("T"),
+            "\(added.stdout)")
 
         let accepted = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
         #expect(accepted.status == 0, "\(accepted.stderr)")

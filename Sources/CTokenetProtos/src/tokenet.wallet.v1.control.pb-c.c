@@ -815,7 +815,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__issuer_push_receipt_input_
   (ProtobufCMessageInit) tokenet__wallet__v1__issuer_push_receipt_input__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__add_card_response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__add_card_response__field_descriptors[8] =
 {
   {
     "card_ref",
@@ -901,12 +901,25 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__add_card_response__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "receipt_expires_at_ms",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__AddCardResponse, receipt_expires_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__add_card_response__field_indices_by_name[] = {
   0,   /* field[0] = card_ref */
   1,   /* field[1] = eligible */
   5,   /* field[5] = pan_last4 */
   2,   /* field[2] = reason */
+  7,   /* field[7] = receipt_expires_at_ms */
   4,   /* field[4] = scheme */
   3,   /* field[3] = terms */
   6,   /* field[6] = wallet_account_id */
@@ -914,7 +927,7 @@ static const unsigned tokenet__wallet__v1__add_card_response__field_indices_by_n
 static const ProtobufCIntRange tokenet__wallet__v1__add_card_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__add_card_response__descriptor =
 {
@@ -924,7 +937,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__add_card_response__descrip
   "Tokenet__Wallet__V1__AddCardResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__AddCardResponse),
-  7,
+  8,
   tokenet__wallet__v1__add_card_response__field_descriptors,
   tokenet__wallet__v1__add_card_response__field_indices_by_name,
   1,  tokenet__wallet__v1__add_card_response__number_ranges,

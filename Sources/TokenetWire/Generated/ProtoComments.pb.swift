@@ -393,6 +393,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.WalletTokenState.state_version": "The version of token_state (DigitizeResponse.state_version).",
         "tokenet.wallet.v1.AddCardRequest.language": "BCP-47; English when empty.",
         "tokenet.wallet.v1.AddCardResponse.card_ref": "The wallet's id for the card, used by AcceptTerms.",
+        "tokenet.wallet.v1.AddCardResponse.receipt_expires_at_ms": "When the card's eligibility runs out (the TSP's receipt_expires_at_ms): AcceptTerms after it fails, and the card\nis added again, from a new push for a pushed card. 0 when the TSP named no time.",
         "tokenet.wallet.v1.AddCardResponse.wallet_account_id": "The wallet account the card was checked for and is kept in: the one active when it was added.",
         "tokenet.wallet.v1.BankingAppActivationAck.changed": "True when the wallet's card changed state.",
         "tokenet.wallet.v1.BankingAppActivationRequest.reason": "FAILURE: why, for the person (\"the cardholder declined in the issuer app\").",

@@ -235,6 +235,10 @@ extension WalletV1 {
         /// The wallet account the card was checked for and is kept in: the one active when it was added.
         public var walletAccountID: String = ""
 
+        /// When the card's eligibility runs out (the TSP's receipt_expires_at_ms): AcceptTerms after it fails, and the card
+        /// is added again, from a new push for a pushed card. 0 when the TSP named no time.
+        public var receiptExpiresAtMs: UInt64 = 0
+
         public init() {}
 
         public init(
@@ -244,7 +248,8 @@ extension WalletV1 {
             terms: CardV1.TermsAndConditions? = nil,
             scheme: CardV1.CardScheme = CardV1.CardScheme(rawValue: 0),
             panLast4: String = "",
-            walletAccountID: String = ""
+            walletAccountID: String = "",
+            receiptExpiresAtMs: UInt64 = 0
         ) {
             self.cardRef = cardRef
             self.eligible = eligible
@@ -253,6 +258,7 @@ extension WalletV1 {
             self.scheme = scheme
             self.panLast4 = panLast4
             self.walletAccountID = walletAccountID
+            self.receiptExpiresAtMs = receiptExpiresAtMs
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -263,6 +269,7 @@ extension WalletV1 {
             self.scheme = try reader.read(5)
             self.panLast4 = try reader.read(6)
             self.walletAccountID = try reader.read(7)
+            self.receiptExpiresAtMs = try reader.read(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -273,6 +280,7 @@ extension WalletV1 {
             try writer.write(5, scheme)
             try writer.write(6, panLast4)
             try writer.write(7, walletAccountID)
+            try writer.write(8, receiptExpiresAtMs)
         }
     }
 }

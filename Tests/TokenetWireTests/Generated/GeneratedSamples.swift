@@ -2301,6 +2301,7 @@ extension WalletV1.AddCardResponse {
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.panLast4 = "pan_last4-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletAccountID = "wallet_account_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.receiptExpiresAtMs = 18446744073709551607
         return [base]
     }
 }

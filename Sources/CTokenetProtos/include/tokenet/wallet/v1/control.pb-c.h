@@ -142,10 +142,15 @@ struct  Tokenet__Wallet__V1__AddCardResponse
    * The wallet account the card was checked for and is kept in: the one active when it was added.
    */
   char *wallet_account_id;
+  /*
+   * When the card's eligibility runs out (the TSP's receipt_expires_at_ms): AcceptTerms after it fails, and the card
+   * is added again, from a new push for a pushed card. 0 when the TSP named no time.
+   */
+  uint64_t receipt_expires_at_ms;
 };
 #define TOKENET__WALLET__V1__ADD_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__add_card_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, NULL, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, NULL, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Wallet__V1__AcceptTermsRequest
