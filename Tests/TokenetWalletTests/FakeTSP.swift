@@ -137,3 +137,22 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
         return try JWE.decryptCardData(data.jwe, with: keyring)
     }
 }
+
+/// A hold for one of the fake TSP's calls (`digitizeHold`, `eligibilityHold`): `hold` waits until `open` yields,
+/// and `entered` yields as a call starts waiting, so a test acts while the call is under way.
+struct FakeTSPGate {
+    let entered: AsyncStream<Void>
+    let open: AsyncStream<Void>.Continuation
+    let hold: @Sendable () async -> Void
+
+    init() {
+        let (entered, enter) = AsyncStream<Void>.makeStream()
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        self.entered = entered
+        self.open = open
+        hold = {
+            enter.yield()
+            for await _ in gate { break }
+        }
+    }
+}

@@ -261,19 +261,13 @@ import TokenetWire
     /// the session with its eligible answer, and cancelled with the call, the wallet never stored the card.
     @Test func aCallerThatGoesDuringAPushedAddLeavesTheCardStored() async throws {
         let wallet = try WalletHarness()
-        let (entered, enter) = AsyncStream<Void>.makeStream()
-        let (gate, open) = AsyncStream<Void>.makeStream()
-        wallet.tsp.state.withLock {
-            $0.eligibilityHold = {
-                enter.yield()
-                for await _ in gate { break }
-            }
-        }
+        let gate = FakeTSPGate()
+        wallet.tsp.state.withLock { $0.eligibilityHold = gate.hold }
         let adding = Task { try await wallet.control.addCard(.init(source: .pushSessionID("ps-9"))) }
-        for await _ in entered { break }
+        for await _ in gate.entered { break }
         adding.cancel()
         await #expect(throws: (any Error).self) { try await adding.value }
-        open.yield()
+        gate.open.yield()
         var sources: [WalletCardSource] = []
         for _ in 0..<200 {
             sources = try wallet.store.allCards().map(\.source)

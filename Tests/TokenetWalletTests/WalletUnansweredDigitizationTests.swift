@@ -22,15 +22,9 @@ import TokenetWire
     static func holdDigitize(_ wallet: WalletHarness) -> (
         entered: AsyncStream<Void>, open: AsyncStream<Void>.Continuation
     ) {
-        let (entered, enter) = AsyncStream<Void>.makeStream()
-        let (gate, open) = AsyncStream<Void>.makeStream()
-        wallet.tsp.state.withLock {
-            $0.digitizeHold = {
-                enter.yield()
-                for await _ in gate { break }
-            }
-        }
-        return (entered, open)
+        let gate = FakeTSPGate()
+        wallet.tsp.state.withLock { $0.digitizeHold = gate.hold }
+        return (gate.entered, gate.open)
     }
 
     static func expired(requestID: String, id: String = "m-1") -> TspV1.Notification {
