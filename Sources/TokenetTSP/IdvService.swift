@@ -81,18 +81,29 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     // A cardholder who asked for another method is told when it can be picked (once the code out
                     // has expired, while codes can still be sent): every select of it answered that the first
                     // method's code was out, and every resend went by that method again.
+                    // The card's codes of the day used up (across its tokens and wallets), neither a resend nor
+                    // another method's code can come before the next is allowed: the answer offered both.
+                    let cardNextCodeAt = try tsp.store.nextCardCodeAt(
+                        digitalCardID: token.digitalCardID, limit: tsp.configuration.otpCodesPerCardPerDay,
+                        nowMs: tsp.nowMs)
                     let other =
-                        method.id == methodID || resendsLeft == 0
+                        method.id == methodID || resendsLeft == 0 || cardNextCodeAt != nil
                         ? ""
                         : "; method \(method.id) can be picked once that code expires ("
                             + Date(timeIntervalSince1970: Double(expiresAtMs) / 1000).formatted(.iso8601) + ")"
+                    let next =
+                        if let cardNextCodeAt {
+                            "enter it (the card has had the most codes the TSP sends it in 24 hours: no other can be "
+                                + "sent before \(cardNextCodeAt.formatted(.iso8601)))"
+                        } else if resendsLeft > 0 {
+                            "enter it, or ask for a resend"
+                        } else {
+                            "enter it (no more codes can be sent for this token)"
+                        }
                     response.instructions =
                         "a code was already sent"
                         + (sentBy.map { " to \($0.maskedValue)" } ?? "") + " (method \(methodID)) and is still "
-                        + "valid; "
-                        + (resendsLeft > 0
-                            ? "enter it, or ask for a resend"
-                            : "enter it (no more codes can be sent for this token)") + other
+                        + "valid; " + next + other
                 case .refused(let refusal):
                     throw TSPError(.failedPrecondition, refusal.description + Self.otherWays(refusal, methods))
                 }

@@ -21,6 +21,34 @@ extension TSPStore {
     }
 
     private func requireCodesLeft(_ tx: Transaction, digitalCardID: String, limit: Int, since: Int64) throws {
+        let use = try cardCodeUse(tx, digitalCardID: digitalCardID, since: since)
+        guard use.sent < limit else {
+            throw TSPError(
+                .resourceExhausted,
+                "\(use.sent) one-time codes were sent for the card ending \(use.last4) in the last 24 hours, the most "
+                    + "the TSP sends a card (otp_codes_per_card_per_day); the next can be sent after "
+                    + "\(use.nextAt.formatted(.iso8601)), or verify the cardholder with another method the issuer "
+                    + "offered")
+        }
+    }
+
+    /// When the card of `digitalCardID` has had `limit` codes in the last 24 hours, when it may have the next; nil
+    /// while it has codes left. A token whose code is out is told so, not offered a resend or another method that
+    /// the limit would refuse.
+    func nextCardCodeAt(digitalCardID: String, limit: Int, nowMs: UInt64) throws -> Date? {
+        guard limit < .max else { return nil }
+        let since = Int64(nowMs) - Int64(Self.cardCodeWindowMs)
+        return try database.transaction { tx in
+            let use = try cardCodeUse(tx, digitalCardID: digitalCardID, since: since)
+            return use.sent < limit ? nil : use.nextAt
+        }
+    }
+
+    /// The codes sent since `since` for the card of `digitalCardID`, across its tokens, and when the oldest of them
+    /// leaves the 24-hour window.
+    private func cardCodeUse(_ tx: Transaction, digitalCardID: String, since: Int64) throws
+        -> (last4: String, sent: Int, nextAt: Date)
+    {
         guard
             let row = try tx.queryOne(
                 "SELECT pan_last4, funding_pan FROM tokens WHERE digital_card_id = ?", [digitalCardID])
@@ -41,14 +69,12 @@ extension TSPStore {
             sent += try token.int(2)
             oldest = min(oldest, try token.int64(3))
         }
-        guard sent < limit else {
-            let next = Date(timeIntervalSince1970: Double(oldest + Int64(Self.cardCodeWindowMs)) / 1000)
-            throw TSPError(
-                .resourceExhausted,
-                "\(sent) one-time codes were sent for the card ending \(last4) in the last 24 hours, the most the TSP "
-                    + "sends a card (otp_codes_per_card_per_day); the next can be sent after "
-                    + "\(next.formatted(.iso8601)), or verify the cardholder with another method the issuer offered")
-        }
+        // No code sent: no time to wait for (and `oldest` stays Int64.max, which the window would overflow).
+        let nextAt =
+            sent == 0
+            ? Date(timeIntervalSince1970: 0)
+            : Date(timeIntervalSince1970: Double(oldest + Int64(Self.cardCodeWindowMs)) / 1000)
+        return (last4, sent, nextAt)
     }
 
     /// A code that could not be delivered does not count: the latest recorded for the token is taken back.

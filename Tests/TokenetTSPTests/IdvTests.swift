@@ -111,6 +111,14 @@ import TokenetWire
         _ = try await select(tsp, first)
         for _ in 0..<3 { _ = try await tsp.idv.resendOTP(.init(digitalCardID: first)) }
         #expect(tsp.otp.sent.count == 4)
+        // The token's code still out, the answer offers no resend or other method the limit would refuse.
+        let told = try await select(tsp, first, "otp-email").instructions
+        #expect(
+            told.contains(
+                "enter it (the card has had the most codes the TSP sends it in 24 hours: no other can be sent "
+                    + "before "),
+            "\(told)")
+        #expect(!told.contains("ask for a resend") && !told.contains("can be picked once"), "\(told)")
 
         let again = try await tsp.digitize(try await tsp.eligibleVisa())
         try #require(again.tokenState == .inactive)
