@@ -78,14 +78,14 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.method = sentBy ?? method
                     response.codeExpiresAtMs = expiresAtMs
                     response.triesLeft = UInt32(attemptsLeft)
-                    // A cardholder who asked for another method is told when it can be picked (once the code out
-                    // has expired, while codes can still be sent): every select of it answered that the first
-                    // method's code was out, and every resend went by that method again.
                     // The card's codes of the day used up (across its tokens and wallets), neither a resend nor
                     // another method's code can come before the next is allowed: the answer offered both.
                     let cardNextCodeAt = try tsp.store.nextCardCodeAt(
                         digitalCardID: token.digitalCardID, limit: tsp.configuration.otpCodesPerCardPerDay,
                         nowMs: tsp.nowMs)
+                    // A cardholder who asked for another method is told when it can be picked (once the code out
+                    // has expired, while codes can still be sent): every select of it answered that the first
+                    // method's code was out, and every resend went by that method again.
                     let other =
                         method.id == methodID || resendsLeft == 0 || cardNextCodeAt != nil
                         ? ""

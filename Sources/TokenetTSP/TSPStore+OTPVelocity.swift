@@ -27,8 +27,8 @@ extension TSPStore {
                 .resourceExhausted,
                 "\(use.sent) one-time codes were sent for the card ending \(use.last4) in the last 24 hours, the most "
                     + "the TSP sends a card (otp_codes_per_card_per_day); the next can be sent after "
-                    + "\(use.nextAt.formatted(.iso8601)), or verify the cardholder with another method the issuer "
-                    + "offered")
+                    + "\(Self.nextCardCode(afterOldest: use.oldestMs).formatted(.iso8601)), or verify the cardholder "
+                    + "with another method the issuer offered")
         }
     }
 
@@ -40,14 +40,20 @@ extension TSPStore {
         let since = Int64(nowMs) - Int64(Self.cardCodeWindowMs)
         return try database.transaction { tx in
             let use = try cardCodeUse(tx, digitalCardID: digitalCardID, since: since)
-            return use.sent < limit ? nil : use.nextAt
+            return use.sent < limit ? nil : Self.nextCardCode(afterOldest: use.oldestMs)
         }
     }
 
+    /// When a card whose oldest code of the window was sent at `oldestMs` may have the next: once that one leaves
+    /// the 24-hour window.
+    private static func nextCardCode(afterOldest oldestMs: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(oldestMs + Int64(cardCodeWindowMs)) / 1000)
+    }
+
     /// The codes sent since `since` for the card of `digitalCardID`, across its tokens, and when the oldest of them
-    /// leaves the 24-hour window.
+    /// was sent (`Int64.max` when none was: a limit is at least 1, so it is read only when one was).
     private func cardCodeUse(_ tx: Transaction, digitalCardID: String, since: Int64) throws
-        -> (last4: String, sent: Int, nextAt: Date)
+        -> (last4: String, sent: Int, oldestMs: Int64)
     {
         guard
             let row = try tx.queryOne(
@@ -69,12 +75,7 @@ extension TSPStore {
             sent += try token.int(2)
             oldest = min(oldest, try token.int64(3))
         }
-        // No code sent: no time to wait for (and `oldest` stays Int64.max, which the window would overflow).
-        let nextAt =
-            sent == 0
-            ? Date(timeIntervalSince1970: 0)
-            : Date(timeIntervalSince1970: Double(oldest + Int64(Self.cardCodeWindowMs)) / 1000)
-        return (last4, sent, nextAt)
+        return (last4, sent, oldest)
     }
 
     /// A code that could not be delivered does not count: the latest recorded for the token is taken back.
