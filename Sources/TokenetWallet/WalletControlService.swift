@@ -395,7 +395,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         WalletV1.AcceptTermsResponse(
             card: card.walletCard,
             idvMethods: [.active, .suspended, .deactivated].contains(result.tokenState) ? [] : result.idvMethods,
-            declineReason: result.declineReason, decision: result.decision)
+            declineReason: result.declineReason, decision: result.decision, decidedBy: result.decidedBy)
     }
 }
 

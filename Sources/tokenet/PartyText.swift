@@ -101,11 +101,12 @@ enum PartyText {
                 : "it was suspended; tokenet wallet resume can lift a suspension the wallet made"
             return "\(card.cardRef): was APPROVED when it was digitized; \(token) is now \(state(card.state)): \(next)."
         case .approved:
-            return "\(card.cardRef): APPROVED: \(token) is \(state(card.state))."
+            return "\(card.cardRef): APPROVED\(decider(response)): \(token) is \(state(card.state))."
         case .declined:
             // The issuer's words, shown as the nodes log them: a card number in them masked.
             let reason = response.declineReason.isEmpty ? "no reason given" : maskPAN(response.declineReason)
-            return "\(card.cardRef): DECLINED: \(reason)."
+            let by = response.declineReason.contains("stand-in") ? "" : decider(response)
+            return "\(card.cardRef): DECLINED\(by): \(reason)."
         case .requireAdditionalAuthentication where card.state != .inactive && card.state != .unspecified:
             // Asked before, and the token has moved on since (activated, or deleted): its ID&V methods are spent.
             let after =
@@ -128,6 +129,13 @@ enum PartyText {
         default:
             return "\(card.cardRef): \(decision(response.decision)): \(token) is \(state(card.state))."
         }
+    }
+
+    /// Names a decision the issuer did not make itself: a stand-in approval read as a plain "APPROVED" looked like
+    /// the issuer's, though the issuer never saw the card.
+    static func decider(_ response: WalletV1.AcceptTermsResponse) -> String {
+        response.decidedBy == "stand-in"
+            ? " by the TSP's stand-in rule (the issuer did not answer in time; the TSP tells it later)" : ""
     }
 
     static func walletCards(_ response: WalletV1.ListWalletCardsResponse) -> String {

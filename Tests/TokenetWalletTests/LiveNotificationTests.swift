@@ -303,6 +303,10 @@ import TokenetTestSupport
         #expect(added.status == 0, "\(added.stderr)")
         let accepted = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
         #expect(accepted.stdout.contains("is ACTIVE."), "\(accepted.stdout)\(accepted.stderr)")
+        // A stand-in approval is named as one: a plain "APPROVED" read as the issuer's.
+        #expect(
+            accepted.stdout.hasPrefix("card-1: APPROVED by the TSP's stand-in rule (the issuer did not answer"),
+            "\(accepted.stdout)")
         let cards = try await json(["wallet", "cards", wallet.listen])
         let id = try #require(list(cards, "cards").first?["digitalCardId"] as? String)
         #expect(tsp.stderr.contains("decided_by=stand-in"), "\(tsp.stderr)")

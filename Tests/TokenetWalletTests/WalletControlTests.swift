@@ -84,7 +84,7 @@ import TokenetWire
         let wallet = try WalletHarness()
         _ = try await wallet.control.addCard(WalletHarness.manual())
         let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
-        #expect(accepted.decision == .approved)
+        #expect(accepted.decision == .approved && accepted.decidedBy == "issuer")
         #expect(
             accepted.card
                 == WalletV1.WalletCard(

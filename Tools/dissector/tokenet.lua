@@ -960,7 +960,7 @@ local message_fields = {
     ["tokenet.tsp.v1.VerifyActivationsResponse"] = { [1] = "tokenet.tsp.v1.VerifyActivationResponse" },
     ["tokenet.tsp.v1.WalletTokenState"] = { [1] = "s", [4] = "s" },
     ["tokenet.wallet.v1.AcceptTermsRequest"] = { [1] = "s" },
-    ["tokenet.wallet.v1.AcceptTermsResponse"] = { [1] = "tokenet.wallet.v1.WalletCard", [2] = "tokenet.card.v1.IdvMethod", [3] = "s" },
+    ["tokenet.wallet.v1.AcceptTermsResponse"] = { [1] = "tokenet.wallet.v1.WalletCard", [2] = "tokenet.card.v1.IdvMethod", [3] = "s", [5] = "s" },
     ["tokenet.wallet.v1.AddCardRequest"] = { [1] = "tokenet.wallet.v1.ManualCard", [2] = "tokenet.wallet.v1.IssuerPushReceiptInput", [3] = "s", [4] = "s" },
     ["tokenet.wallet.v1.AddCardResponse"] = { [1] = "s", [3] = "s", [4] = "tokenet.card.v1.TermsAndConditions", [6] = "s", [7] = "s" },
     ["tokenet.wallet.v1.BankingAppActivationRequest"] = { [1] = "s", [3] = "s", [5] = "s" },

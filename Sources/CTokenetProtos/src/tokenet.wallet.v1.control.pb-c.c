@@ -982,7 +982,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__accept_terms_request__desc
   (ProtobufCMessageInit) tokenet__wallet__v1__accept_terms_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__accept_terms_response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__accept_terms_response__field_descriptors[5] =
 {
   {
     "card",
@@ -1032,9 +1032,22 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__accept_terms_response
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "decided_by",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__AcceptTermsResponse, decided_by),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__accept_terms_response__field_indices_by_name[] = {
   0,   /* field[0] = card */
+  4,   /* field[4] = decided_by */
   3,   /* field[3] = decision */
   2,   /* field[2] = decline_reason */
   1,   /* field[1] = idv_methods */
@@ -1042,7 +1055,7 @@ static const unsigned tokenet__wallet__v1__accept_terms_response__field_indices_
 static const ProtobufCIntRange tokenet__wallet__v1__accept_terms_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__accept_terms_response__descriptor =
 {
@@ -1052,7 +1065,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__accept_terms_response__des
   "Tokenet__Wallet__V1__AcceptTermsResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__AcceptTermsResponse),
-  4,
+  5,
   tokenet__wallet__v1__accept_terms_response__field_descriptors,
   tokenet__wallet__v1__accept_terms_response__field_indices_by_name,
   1,  tokenet__wallet__v1__accept_terms_response__number_ranges,

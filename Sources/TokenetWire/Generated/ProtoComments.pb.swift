@@ -391,6 +391,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.VerifyActivationsResponse.results": "One per request entry, in order.",
         "tokenet.tsp.v1.WalletTokenState.pan_last4": "The last four digits of the card behind the token as it is now: an issuer's renewal changes them (CARD_RENEWAL),\nand a wallet that missed that message shows the old ones.",
         "tokenet.tsp.v1.WalletTokenState.state_version": "The version of token_state (DigitizeResponse.state_version).",
+        "tokenet.wallet.v1.AcceptTermsResponse.decided_by": "Who decided, as the TSP said (DigitizeResponse.decided_by): \"issuer\"; \"stand-in\", the TSP's stand-in rule for an\nissuer that did not answer in time (the issuer hears of it later, as STAND_IN_ADVICE); or \"tsp\", for a\ndigitization the TSP refused itself. Empty from a TSP that did not say.",
         "tokenet.wallet.v1.AddCardRequest.language": "BCP-47; English when empty.",
         "tokenet.wallet.v1.AddCardResponse.card_ref": "The wallet's id for the card, used by AcceptTerms.",
         "tokenet.wallet.v1.AddCardResponse.receipt_expires_at_ms": "When the card's eligibility runs out (the TSP's receipt_expires_at_ms): AcceptTerms after it fails, and the card\nis added again, from a new push for a pushed card. 0 when the TSP named no time.",

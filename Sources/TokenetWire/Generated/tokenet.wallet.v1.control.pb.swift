@@ -325,18 +325,25 @@ extension WalletV1 {
 
         public var decision: CardV1.ProvisioningDecision = CardV1.ProvisioningDecision(rawValue: 0)
 
+        /// Who decided, as the TSP said (DigitizeResponse.decided_by): "issuer"; "stand-in", the TSP's stand-in rule for an
+        /// issuer that did not answer in time (the issuer hears of it later, as STAND_IN_ADVICE); or "tsp", for a
+        /// digitization the TSP refused itself. Empty from a TSP that did not say.
+        public var decidedBy: String = ""
+
         public init() {}
 
         public init(
             card: WalletV1.WalletCard? = nil,
             idvMethods: [CardV1.IdvMethod] = [],
             declineReason: String = "",
-            decision: CardV1.ProvisioningDecision = CardV1.ProvisioningDecision(rawValue: 0)
+            decision: CardV1.ProvisioningDecision = CardV1.ProvisioningDecision(rawValue: 0),
+            decidedBy: String = ""
         ) {
             self.card = card
             self.idvMethods = idvMethods
             self.declineReason = declineReason
             self.decision = decision
+            self.decidedBy = decidedBy
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -344,6 +351,7 @@ extension WalletV1 {
             self.idvMethods = try reader.readRepeatedMessages(2)
             self.declineReason = try reader.read(3)
             self.decision = try reader.read(4)
+            self.decidedBy = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -351,6 +359,7 @@ extension WalletV1 {
             try writer.write(2, repeatedMessages: idvMethods)
             try writer.write(3, declineReason)
             try writer.write(4, decision)
+            try writer.write(5, decidedBy)
         }
     }
 }

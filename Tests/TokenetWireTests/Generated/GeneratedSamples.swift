@@ -2267,6 +2267,7 @@ extension WalletV1.AcceptTermsResponse {
         base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
         base.declineReason = "decline_reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.decision = CardV1.ProvisioningDecision(rawValue: 1)
+        base.decidedBy = "decided_by-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -171,10 +171,16 @@ struct  Tokenet__Wallet__V1__AcceptTermsResponse
   Tokenet__Card__V1__IdvMethod **idv_methods;
   char *decline_reason;
   Tokenet__Card__V1__ProvisioningDecision decision;
+  /*
+   * Who decided, as the TSP said (DigitizeResponse.decided_by): "issuer"; "stand-in", the TSP's stand-in rule for an
+   * issuer that did not answer in time (the issuer hears of it later, as STAND_IN_ADVICE); or "tsp", for a
+   * digitization the TSP refused itself. Empty from a TSP that did not say.
+   */
+  char *decided_by;
 };
 #define TOKENET__WALLET__V1__ACCEPT_TERMS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__accept_terms_response__descriptor) \
-    , NULL, 0,NULL, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED }
+    , NULL, 0,NULL, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__ListWalletCardsRequest
