@@ -21,7 +21,7 @@ enum IssuerAppCommand {
 
         activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
         `tokenet issuer outbox`), or opens the message's otp:// link, which carries both; the TSP provisions a user
-        and a device HOTP credential. The first account sets the app's PIN (4 to 8 digits, not a run or a repeated digit); later
+        and a device HOTP credential. The first account sets the app's PIN (4 to 8 digits, no common pattern such as 1234 or 1212); later
         accounts need that PIN. activate-linked activates all the user's other accounts in one bulk call and prints a
         result per account, once a first account is activated with its code (the code is what proves the user; the
         PIN alone does not). login signs the user in with the PIN and prints the access token's expiry. delete-account removes an account from the app once the PIN signs the

@@ -115,7 +115,20 @@ import TokenetWire
         #expect(throws: IssuerError.self) { try PINPolicy.check(pin) }
     }
 
-    @Test(arguments: ["2580", "1357", "90210", "31415926", "1123"])
+    /// The patterns guessed right after runs and repeats, each named: they were accepted as first PINs.
+    @Test(arguments: [
+        ("2468", "is digits an even step apart"), ("1357", "is digits an even step apart"),
+        ("9630", "is digits an even step apart"), ("1212", "repeats a block of digits"),
+        ("123123", "repeats a block of digits"), ("10101010", "repeats a block of digits"),
+        ("1122", "doubles each of its digits"), ("112233", "doubles each of its digits"),
+    ])
+    func pinPolicyRefusesPatterns(_ pin: String, _ pattern: String) {
+        let error = #expect(throws: IssuerError.self) { try PINPolicy.check(pin) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message == "the PIN \(pattern); choose one that is harder to guess")
+    }
+
+    @Test(arguments: ["2580", "1470", "24681357", "25803691", "14703692", "90210", "31415926", "1123", "12312", "1213"])
     func pinPolicyAcceptsOtherPINs(_ pin: String) throws {
         try PINPolicy.check(pin)
     }
