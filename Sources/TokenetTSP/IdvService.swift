@@ -36,14 +36,20 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             switch method.type {
             case .otpSms, .otpEmail:
                 let code = OTPCode.generate()
-                let (action, sentTo) = try await tsp.otpTurns.one(
+                let nowMs = tsp.nowMs
+                let (action, sentTo, replaced) = try await tsp.otpTurns.one(
                     token.digitalCardID, cancelled: Self.cancelledWaiting
-                ) { () async throws -> (OTPStateMachine.DeliveryAction, String?) in
+                ) { () async throws -> (OTPStateMachine.DeliveryAction, String?, String?) in
                     let (action, previous) = try tsp.store.selectOTP(
                         digitalCardID: token.digitalCardID, methodID: method.id, candidateCode: code,
                         policy: tsp.configuration.otpPolicy, cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay,
-                        nowMs: tsp.nowMs)
-                    guard case .deliver(_, let expiresAtMs) = action else { return (action, nil) }
+                        nowMs: nowMs)
+                    guard case .deliver(_, let expiresAtMs) = action else { return (action, nil, nil) }
+                    // The method of a code still out that this one replaces (the cardholder switched methods).
+                    let replaced = previous.flatMap {
+                        $0.status == .pending && nowMs < $0.expiresAtMs && $0.methodID != method.id
+                            ? $0.methodID : nil
+                    }
                     let sentTo: String
                     do {
                         sentTo = try await deliver(
@@ -58,7 +64,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                         settle(failure, code: code, previous: previous, token: token, log: log)
                         throw failure.error
                     }
-                    return (action, sentTo)
+                    return (action, sentTo, replaced)
                 }
                 switch action {
                 case .deliver(_, let expiresAtMs):
@@ -70,6 +76,11 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     if let sentTo { sentBy.maskedValue = sentTo }
                     response.method = sentBy
                     response.instructions = "enter the code sent to \(sentBy.maskedValue)"
+                    if let replaced {
+                        let before = methods.first { $0.id == replaced }.map { " to \($0.maskedValue)" } ?? ""
+                        response.instructions +=
+                            "; the code sent before\(before) (method \(replaced)) no longer works"
+                    }
                 case .alreadySent(let methodID, let expiresAtMs, let attemptsLeft, let resendsLeft):
                     // The code out went by the method first picked, which a resend uses too: the answer names that
                     // one, not the method asked now, or the wallet shows the cardholder a code on its way to an
@@ -83,14 +94,8 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     let cardNextCodeAt = try tsp.store.nextCardCodeAt(
                         digitalCardID: token.digitalCardID, limit: tsp.configuration.otpCodesPerCardPerDay,
                         nowMs: tsp.nowMs)
-                    // A cardholder who asked for another method is told when it can be picked (once the code out
-                    // has expired, while codes can still be sent): every select of it answered that the first
-                    // method's code was out, and every resend went by that method again.
-                    let other =
-                        method.id == methodID || resendsLeft == 0 || cardNextCodeAt != nil
-                        ? ""
-                        : "; method \(method.id) can be picked once that code expires ("
-                            + Date(timeIntervalSince1970: Double(expiresAtMs) / 1000).formatted(.iso8601) + ")"
+                    // Another method asked while a code is out sends its own code unless no more can be sent, so
+                    // the code out is all there is to enter then.
                     let next =
                         if let cardNextCodeAt {
                             "enter it (the card has had the most codes the TSP sends it in 24 hours: no other can be "
@@ -103,7 +108,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.instructions =
                         "a code was already sent"
                         + (sentBy.map { " to \($0.maskedValue)" } ?? "") + " (method \(methodID)) and is still "
-                        + "valid; " + next + other
+                        + "valid; " + next
                 case .refused(let refusal):
                     throw TSPError(.failedPrecondition, refusal.description + Self.otherWays(refusal, methods))
                 }

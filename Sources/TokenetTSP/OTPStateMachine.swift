@@ -5,7 +5,8 @@
 /// ```
 /// (none)   --select--> PENDING        code issued: deliver it
 /// PENDING  --select--> PENDING        the same code, same expiry: asking again neither regenerates nor extends it
-/// PENDING  --select--> PENDING        the code expired: a new code by the method selected now, using up a resend
+/// PENDING  --select--> PENDING        another OTP method, or the code expired: a new code by the method selected
+///                                     now, using up a resend (none left: the code out stands)
 /// PENDING  --deliveryFailed--> before   the code reached no one: back to none (first code) or the code it replaced
 ///                                     (a delivery whose answer was lost keeps the new code, and the driver passes
 ///                                     the replaced one to submit as `earlier`: the cardholder may hold either)
@@ -94,9 +95,11 @@ struct OTPStateMachine: Sendable, Equatable {
         self.challenge = challenge
     }
 
-    /// The cardholder picks an OTP method. The first pick issues a code; later picks report the code out, or, once it
-    /// has expired, issue a new one by the method picked now from the resends left: a cardholder whose code expired
-    /// picks the method again, as the wallet app offers, and is not left to find the resend.
+    /// The cardholder picks an OTP method. The first pick issues a code; picking the same method again reports the
+    /// code out. A pick of another method, or any pick once the code has expired, issues a new code by the method
+    /// picked now from the resends left, in place of the one out: a cardholder whose phone number is out of date
+    /// picks e-mail and gets a code there, and one whose code expired picks the method again, as the wallet app
+    /// offers, and is not left to find the resend. Another method with no resend left reports the code out.
     mutating func select(methodID: String, candidateDigest: [UInt8], nowMs: UInt64) -> DeliveryAction {
         guard let current = challenge else {
             challenge = Challenge(
@@ -108,7 +111,8 @@ struct OTPStateMachine: Sendable, Equatable {
         case .verified: return .refused(.alreadyVerified)
         case .locked: return .refused(.retriesExceeded)
         case .pending:
-            guard nowMs < current.expiresAtMs else {
+            let another = methodID != current.methodID && current.resendsLeft > 0
+            guard nowMs < current.expiresAtMs, !another else {
                 return replace(current, methodID: methodID, candidateDigest: candidateDigest, nowMs: nowMs)
             }
             return .alreadySent(

@@ -48,6 +48,17 @@ extension TSPStore {
             let previous = try challenge(tx, digitalCardID)
             var machine = OTPStateMachine(policy: policy, challenge: previous)
             let action = machine.select(methodID: methodID, candidateDigest: digest, nowMs: nowMs)
+            // Another method picked while a code is out, with the card's codes of the day used up: the code out
+            // stands, as when no resend is left, instead of a refusal that read as if no code could be entered.
+            if case .deliver = action, let out = previous, out.status == .pending, nowMs < out.expiresAtMs,
+                try !cardHasCodesLeft(tx, digitalCardID: digitalCardID, limit: cardCodesPerDay, nowMs: nowMs)
+            {
+                return (
+                    .alreadySent(
+                        methodID: out.methodID, expiresAtMs: out.expiresAtMs, attemptsLeft: out.attemptsLeft,
+                        resendsLeft: out.resendsLeft), previous
+                )
+            }
             try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
             if case .deliver = action {
                 try recordCodeSent(tx, digitalCardID: digitalCardID, limit: cardCodesPerDay, nowMs: nowMs)

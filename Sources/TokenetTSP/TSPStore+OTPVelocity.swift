@@ -32,6 +32,13 @@ extension TSPStore {
         }
     }
 
+    /// Whether the card of `digitalCardID` may have another code now (fewer than `limit` in the last 24 hours).
+    func cardHasCodesLeft(_ tx: Transaction, digitalCardID: String, limit: Int, nowMs: UInt64) throws -> Bool {
+        guard limit < .max else { return true }
+        let since = Int64(nowMs) - Int64(Self.cardCodeWindowMs)
+        return try cardCodeUse(tx, digitalCardID: digitalCardID, since: since).sent < limit
+    }
+
     /// When the card of `digitalCardID` has had `limit` codes in the last 24 hours, when it may have the next; nil
     /// while it has codes left. A token whose code is out is told so, not offered a resend or another method that
     /// the limit would refuse.

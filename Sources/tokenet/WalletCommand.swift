@@ -40,9 +40,10 @@ enum WalletCommand {
         opens: it sends again the Digitize of each card left DIGITIZING, then takes each token state and last four
         digits the TSP holds that the wallet missed (their notification dropped while the wallet was away).
         select-method picks one of those ID&V methods: an OTP method has the issuer send a one-time code (asking
-        again sends nothing new); submit-otp enters the code (3 tries a code; a right code makes the token ACTIVE);
-        resend-otp asks for a new code (a few times at most). For CALL_CENTER the issuer's operator activates the
-        token (tokenet issuer activate-token). open-issuer-app opens the issuer app for an APP_TO_APP method with
+        again sends nothing new; another OTP method sends a new code by it, in place of the one out); submit-otp
+        enters the code (3 tries a code; a right code makes the token ACTIVE); resend-otp asks for a new code (a
+        few times at most). For CALL_CENTER the issuer's operator activates the token (tokenet issuer
+        activate-token). open-issuer-app opens the issuer app for an APP_TO_APP method with
         the wallet's caller identity and activation data (--caller overrides the caller) and prints the app's
         session, which the cardholder completes there (tokenet issuer-app authorize). use-account makes another
         wallet account active and select-card selects one of its cards, as the person does in the wallet

@@ -189,25 +189,54 @@ import TokenetWire
         #expect(answer.result == .success, "the newest code delivered was refused: \(answer)")
     }
 
-    @Test func selectingAgainSendsNothingNew() async throws {
+    @Test func selectingTheSameMethodAgainSendsNothingNew() async throws {
         let tsp = try TSPHarness.make()
         let card = try await Self.steppedUp(tsp)
         let first = try await select(tsp, card)
         tsp.clock.advance(seconds: 60)
-        let again = try await select(tsp, card, "otp-email")
+        let again = try await select(tsp, card)
         #expect(!again.codeSent)
         #expect(again.codeExpiresAtMs == first.codeExpiresAtMs)
-        // The code out went by SMS, and the answer says so rather than naming the email address asked now.
         #expect(again.method?.id == "otp-sms" && again.method?.type == .otpSms, "\(String(describing: again.method))")
         #expect(again.instructions.contains("sent to ***-***-1234 (method otp-sms)"), "\(again.instructions)")
-        // And when the method asked can be picked.
-        let expiry = Date(timeIntervalSince1970: Double(first.codeExpiresAtMs) / 1000).formatted(.iso8601)
+        #expect(tsp.otp.sent.count == 1)
+        #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
+    }
+
+    /// A cardholder whose SMS went to an old phone number picks e-mail while the SMS code is valid: the answer was
+    /// "OK" about the SMS code, nothing went by e-mail, and the cardholder waited out its 10 minutes. Now a code goes
+    /// by e-mail, the SMS one no longer works, and a resend goes by e-mail too.
+    @Test func anotherOTPMethodSendsACodeByItInPlaceOfTheOneOut() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        let sms = try #require(tsp.otp.lastCode)
+        tsp.clock.advance(seconds: 60)
+        let email = try await select(tsp, card, "otp-email")
+        #expect(email.codeSent && email.method?.id == "otp-email", "\(email)")
+        #expect(tsp.otp.sent.count == 2 && tsp.otp.sent.last?.type == .otpEmail)
+        #expect(email.codeExpiresAtMs == tsp.clock.now.unixMilliseconds + 600_000)
         #expect(
-            again.instructions.hasSuffix(
-                "; method otp-email can be picked once that code expires (\(expiry))"),
-            "\(again.instructions)")
-        let same = try await select(tsp, card)
-        #expect(!same.instructions.contains("can be picked"), "\(same.instructions)")
+            email.instructions.hasSuffix("; the code sent before to ***-***-1234 (method otp-sms) no longer works"),
+            "\(email.instructions)")
+        _ = try await tsp.idv.resendOTP(.init(digitalCardID: card))
+        #expect(tsp.otp.sent.count == 3 && tsp.otp.sent.last?.type == .otpEmail)
+        let newest = try #require(tsp.otp.lastCode)
+        #expect(try await submit(tsp, card, sms).result == .incorrectCode)
+        #expect(try await submit(tsp, card, newest).result == .success)
+    }
+
+    /// Another method asked while a code is out, with the card's codes of the day used up, is answered with the code
+    /// out, as with no resend left: a refusal read as if no code could be entered.
+    @Test func anotherOTPMethodWithTheCardsCodesUsedUpLeavesTheCodeOut() async throws {
+        var configuration = TSPHarness.configuration
+        configuration.otpCodesPerCardPerDay = 1
+        let tsp = try TSPHarness.make(configuration: configuration)
+        let card = try await Self.steppedUp(tsp)
+        let first = try await select(tsp, card)
+        let other = try await select(tsp, card, "otp-email")
+        #expect(!other.codeSent && other.method?.id == "otp-sms" && other.codeExpiresAtMs == first.codeExpiresAtMs)
+        #expect(other.instructions.contains("the card has had the most codes"), "\(other.instructions)")
         #expect(tsp.otp.sent.count == 1)
         #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
     }

@@ -152,10 +152,10 @@ import Testing
         #expect(machine.challenge?.status == .verified)
     }
 
-    @Test func selectingAgainNeitherRegeneratesNorExtends() {
+    @Test func selectingTheSameMethodAgainNeitherRegeneratesNorExtends() {
         let (results, machine) = Self.run([
             .select("otp-sms", Self.codeA, at: 0), .submit(Self.wrong, at: 1), .select("otp-sms", Self.codeB, at: 500),
-            .select("otp-email", Self.codeB, at: 600), .submit(Self.codeB, at: 700), .submit(Self.codeA, at: 800),
+            .submit(Self.codeB, at: 700), .submit(Self.codeA, at: 800),
         ])
         #expect(
             results == [
@@ -163,11 +163,38 @@ import Testing
                 .submit(.incorrectCode(attemptsLeft: 2)),
                 .delivery(
                     .alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2, resendsLeft: 3)),
-                .delivery(
-                    .alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2, resendsLeft: 3)),
                 .submit(.incorrectCode(attemptsLeft: 1)), .submit(.success),
             ])
         #expect(machine.challenge?.methodID == "otp-sms")
+    }
+
+    /// A cardholder whose code went where they cannot read it picks another method: a new code by it, in place of
+    /// the one out, from the resends; later resends go by the new method. With no resend left the code out stands.
+    @Test func anotherMethodReplacesTheCodeOutFromTheResends() {
+        let policy = Machine.Policy(maxAttempts: 3, validityMs: 1000, maxResends: 1)
+        let (results, machine) = Self.run(
+            [
+                .select("otp-sms", Self.codeA, at: 0), .submit(Self.wrong, at: 1),
+                .select("otp-email", Self.codeB, at: 10), .submit(Self.codeA, at: 20),
+                .select("otp-sms", Self.wrong, at: 30), .submit(Self.codeB, at: 40),
+            ], policy: policy)
+        #expect(
+            results == [
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 1000)),
+                .submit(.incorrectCode(attemptsLeft: 2)),
+                // Fresh tries with the new code; the SMS code no longer works.
+                .delivery(.deliver(methodID: "otp-email", expiresAtMs: 1010)),
+                .submit(.incorrectCode(attemptsLeft: 2)),
+                .delivery(.alreadySent(methodID: "otp-email", expiresAtMs: 1010, attemptsLeft: 2, resendsLeft: 0)),
+                .submit(.success),
+            ])
+        #expect(machine.challenge?.methodID == "otp-email")
+        var resent = Machine(policy: Machine.Policy())
+        _ = resent.select(methodID: "otp-sms", candidateDigest: Self.codeA, nowMs: 0)
+        _ = resent.select(methodID: "otp-email", candidateDigest: Self.codeB, nowMs: 1)
+        #expect(
+            resent.resend(candidateDigest: Self.wrong, nowMs: 2)
+                == .deliver(methodID: "otp-email", expiresAtMs: 2 + Self.tenMinutes))
     }
 
     @Test func resendsAreBoundedAndEachGivesFreshTries() {

@@ -423,17 +423,20 @@ extension TspV1 {
     public enum Idv {
         public static let serviceName = "tokenet.tsp.v1.Idv"
 
-        /// OTP methods: the TSP generates a code and the issuer delivers it. Asking again while the code is valid sends
-        /// nothing new and keeps its expiry; once it has expired, a new code goes by the method asked for, using up a
-        /// resend (a token gets 1 + otp_max_resends codes in all). With none left, FAILED_PRECONDITION says no more codes
-        /// can be sent and names the other methods offered, or that the card must be added again when there are none.
+        /// OTP methods: the TSP generates a code and the issuer delivers it. Asking for the same method again while the
+        /// code is valid sends nothing new and keeps its expiry. Another OTP method, or any once the code has expired, gets
+        /// a new code by the method asked for, in place of the one out, using up a resend (a token gets 1 + otp_max_resends
+        /// codes in all); with no resend left, or the card's codes of the day used up, another method is answered with the
+        /// code out (code_sent false, method the one it went by). Once the last code has expired, FAILED_PRECONDITION says no
+        /// more codes can be sent and names the other methods offered, or that the card must be added again when there are
+        /// none.
         /// CALL_CENTER: nothing is sent; the answer says whom to call.
         public static let selectIdvMethod = MethodDescriptor<TspV1.SelectIdvMethodRequest, TspV1.SelectIdvMethodResponse>(
             service: serviceName, name: "SelectIdvMethod", kind: .unary, allowedRoles: ["wallet"]
         )
 
         /// The code the cardholder received; the right one activates the token. Each code allows 3 tries, and a new code
-        /// (ResendOtp, or SelectIdvMethod after expiry) gives 3 again; after the last wrong try
+        /// (ResendOtp, or SelectIdvMethod of another method or after expiry) gives 3 again; after the last wrong try
         /// (OTP_RESULT_INCORRECT_CODE_RETRIES_EXCEEDED) every one-time-code method of the token is refused with
         /// FAILED_PRECONDITION naming the other methods offered. A code that uses no try (malformed) says so. The right code
         /// sent again after its answer was lost meets an ACTIVE token: FAILED_PRECONDITION "… is ACTIVE", which a wallet
@@ -442,7 +445,8 @@ extension TspV1 {
             service: serviceName, name: "SubmitOtp", kind: .unary, allowedRoles: ["wallet"]
         )
 
-        /// A new code through the same method, a bounded number of times (shared with SelectIdvMethod after expiry).
+        /// A new code through the same method, a bounded number of times (shared with SelectIdvMethod of another method or
+        /// after expiry).
         public static let resendOTP = MethodDescriptor<TspV1.ResendOtpRequest, TspV1.ResendOtpResponse>(
             service: serviceName, name: "ResendOtp", kind: .unary, allowedRoles: ["wallet"]
         )
