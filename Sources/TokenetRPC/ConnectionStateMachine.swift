@@ -27,8 +27,9 @@ struct ConnectionStateMachine {
         /// Client: the call failed locally (connection lost, goaway, window exceeded); report this error.
         case failCall(streamID: UInt32, code: StatusCode, message: String)
         /// Client: a goaway says the server never processed this call (its id is above the goaway's last stream
-        /// id); it fails with UNAVAILABLE and may go again on another connection.
-        case refuseCall(streamID: UInt32, message: String)
+        /// id); it fails with UNAVAILABLE and may go again on another connection. `peerIsStopping`: the goaway said
+        /// the server is shutting down, not that it refused this connection (too many from one peer, an error).
+        case refuseCall(streamID: UInt32, message: String, peerIsStopping: Bool)
         /// Server: stop this call's handler; nothing more is sent on the stream.
         case cancelHandler(streamID: UInt32)
         /// Server: a new call was answered with this status before any handler started (too many calls, a
@@ -317,7 +318,10 @@ struct ConnectionStateMachine {
             let reason = goaway.reason.isEmpty ? "the server is going away" : goaway.reason
             for id in streams.ids.sorted() where id > goaway.lastStreamID {
                 removeStream(id)
-                actions.append(.refuseCall(streamID: id, message: "\(reason) (call not processed)"))
+                actions.append(
+                    .refuseCall(
+                        streamID: id, message: "\(reason) (call not processed)",
+                        peerIsStopping: goaway.code == .shuttingDown))
             }
         }
         if goaway.code != .noError && goaway.code != .shuttingDown {

@@ -624,9 +624,9 @@ final class RPCConnection: Sendable {
             case .failCall(let id, let code, let message):
                 core.clientCalls.removeValue(forKey: id)?.responses.finish(
                     throwing: RPCError(code, message, cause: ConnectionEnded()))
-            case .refuseCall(let id, let message):
+            case .refuseCall(let id, let message, let peerIsStopping):
                 core.clientCalls.removeValue(forKey: id)?.responses.finish(
-                    throwing: RPCError(.unavailable, message, cause: CallNotProcessed()))
+                    throwing: RPCError(.unavailable, message, cause: CallNotProcessed(peerIsStopping: peerIsStopping)))
             case .cancelHandler(let id):
                 if let call = core.serverCalls.removeValue(forKey: id) {
                     releaseRequests(call.heldRequestBytes, core: &core)

@@ -35,6 +35,9 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// Such a call is safe to send again on another connection, whatever it does (`RPCChannel` does so once).
     public var callWasNotProcessed: Bool { cause is CallNotProcessed }
 
+    /// Whether the call was not processed because the server is shutting down (its goaway said so).
+    public var callMetAStoppingPeer: Bool { (cause as? CallNotProcessed)?.peerIsStopping == true }
+
     /// Whether the call never left this side: its channel could not connect to the server, or it gave up (its
     /// deadline, a cancel) before it was sent (`NotConnected`). Such a call did nothing there, whatever it asks.
     public var callWasNeverSent: Bool { cause is NotConnected }
@@ -114,7 +117,11 @@ public struct CallAlreadyEnded: Error, Sendable, CustomStringConvertible {
 
 /// The cause of an UNAVAILABLE error for a call that a goaway refused before the server processed it.
 public struct CallNotProcessed: Error, Sendable, CustomStringConvertible {
-    public init() {}
+    /// Whether the server's goaway said it is shutting down; otherwise it refused the connection for another reason
+    /// its message gives (too many connections from one peer, a protocol error), and is not stopping.
+    public let peerIsStopping: Bool
+
+    public init(peerIsStopping: Bool = false) { self.peerIsStopping = peerIsStopping }
 
     public var description: String { "the server refused the call before processing it" }
 }

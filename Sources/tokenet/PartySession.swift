@@ -56,8 +56,11 @@ enum PartySession {
             return "; nothing was sent to \(node), which closed the connection (as a node does when it stops): run "
                 + "the command again once the node is back"
         }
-        // A call the node refused as it began to stop (its goaway came first) was not processed.
+        // A call the node refused as it began to stop (its goaway came first) was not processed. Refused for another
+        // reason (too many connections from this certificate), the node's own words say what to do, and it is not
+        // stopping: "run the command again once the node is back" had the person wait for a restart never coming.
         if error.code == .unavailable, error.callWasNotProcessed {
+            guard error.callMetAStoppingPeer else { return nil }
             return "; \(node) is stopping, so nothing was done: run the command again once the node is back"
         }
         guard error.code == .unavailable, endedHere, greeted, error.message.hasPrefix("connection lost"),

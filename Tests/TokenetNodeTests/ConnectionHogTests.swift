@@ -43,6 +43,8 @@ import TokenetWire
             Issue.record("the hog's fourth connection was served")
         } catch let error as RPCError {
             #expect(error.code == .unavailable)
+            // Not processed, from a node that is not stopping.
+            #expect(error.callWasNotProcessed && !error.callMetAStoppingPeer)
             #expect(
                 error.message.contains(
                     "tokenet://wallet/wallet-1 already has 3 connections open to this node, the most one peer may "
@@ -78,6 +80,27 @@ import TokenetWire
         for client in hog { await client.close() }
         for connection in held { await connection.abort() }
         #expect(try await health(other) == .serving)
+        // A command refused for its certificate's connections is told the node's words alone: it was also told
+        // that the node "is stopping … run the command again once the node is back", a restart never coming.
+        var operators = [other]
+        for _ in 0..<2 {
+            operators.append(
+                RPCClient(
+                    stream: try await TLSConnection.connect(
+                        host: address.host, port: address.port, context: try context("operator"), on: loop)))
+        }
+        for client in operators { #expect(try await health(client) == .serving) }
+        let pki = DevelopmentPKI.shared
+        let command = try await offThePool {
+            try runTokenet([
+                "tsp", "tokens", "\(address.host):\(address.port)", "--cacert", pki.path("ca.pem"), "--cert",
+                pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ])
+        }
+        #expect(command.status == 64 + StatusCode.unavailable.rawValue, "\(command.stderr)")
+        #expect(command.stderr.contains("already has 3 connections open to this node"), "\(command.stderr)")
+        #expect(!command.stderr.contains("is stopping"), "\(command.stderr)")
+        for client in operators.dropFirst() { await client.close() }
         await other.close()
         node.process.send(SIGTERM)
         #expect(try await node.waitForExit().status == 0)

@@ -741,7 +741,7 @@ import TokenetWire
         let goaway = WireV1.GoAway(lastStreamID: 1, code: .shuttingDown, reason: "bye")
         #expect(
             machine.receive(Self.frame(0, .goaway(goaway)))
-                == [.refuseCall(streamID: 3, message: "bye (call not processed)")]
+                == [.refuseCall(streamID: 3, message: "bye (call not processed)", peerIsStopping: true)]
         )
         #expect(throws: RPCError.self) { try machine.openCall(Self.start) }
         #expect(
