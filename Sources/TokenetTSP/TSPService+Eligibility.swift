@@ -26,6 +26,18 @@ extension TSPService {
                 "eligibility_data.input_method \(inputMethod.rawValue) is not an input method: give one of "
                     + CardV1.InputMethod.knownCases.compactMap(\.protoValueName).joined(separator: ", "))
         }
+        // Left out, the issuer was asked about a card entered by no known means, and the wallet was never told.
+        guard inputMethod != .unspecified else {
+            throw TSPError(
+                .invalidArgument,
+                "eligibility_data.input_method is required: say how the card was entered, one of "
+                    + CardV1.InputMethod.knownCases.filter { $0 != .unspecified }.compactMap(\.protoValueName)
+                    .joined(separator: ", "))
+        }
+        // A language that is no tag at all was answered in English without a word, as the wallet's own check says.
+        if let problem = ManualCardForm.languageProblem(request.eligibilityData?.language ?? "") {
+            throw TSPError(.invalidArgument, "eligibility_data: \(problem)")
+        }
         let (card, instrument) = try resolveInstrument(request, walletNodeID: walletNodeID)
         let issuers = try store.issuers()
         let result = try EligibilityRules.evaluate(

@@ -70,7 +70,8 @@ import TokenetWire
         let card = try CardV1.EncryptedCardData(jsonString: encrypted.stdout)
         #expect(card.jwe.split(separator: ".", omittingEmptySubsequences: false).count == 5)
         var request = TspV1.CheckEligibilityRequest(
-            requestID: "encrypt-card-1", walletAccountID: "acct-1", device: CardV1.DeviceInfo(deviceID: "dev-1"))
+            requestID: "encrypt-card-1", eligibilityData: TspV1.EligibilityData(language: "en", inputMethod: .manual),
+            walletAccountID: "acct-1", device: CardV1.DeviceInfo(deviceID: "dev-1"))
         request.instrument = .encryptedCardData(card)
         let walletTLS = [
             "--cacert", pki.path("ca.pem"), "--cert", pki.path("wallet.pem"), "--key", pki.path("wallet.key"),
@@ -102,7 +103,9 @@ import TokenetWire
         }
         func check(_ card: CardV1.EncryptedCardData) async throws -> ProcessResult {
             var request = TspV1.CheckEligibilityRequest(
-                requestID: UUID().uuidString, walletAccountID: "acct-1", device: CardV1.DeviceInfo(deviceID: "dev-1"))
+                requestID: UUID().uuidString,
+                eligibilityData: TspV1.EligibilityData(language: "en", inputMethod: .manual),
+                walletAccountID: "acct-1", device: CardV1.DeviceInfo(deviceID: "dev-1"))
             request.instrument = .encryptedCardData(card)
             let walletTLS = [
                 "--cacert", pki.path("ca.pem"), "--cert", pki.path("wallet.pem"), "--key", pki.path("wallet.key"),

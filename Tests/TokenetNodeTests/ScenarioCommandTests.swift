@@ -184,7 +184,7 @@ import TokenetTransport
             """
             identity wallet/wallet-1
             encrypt card 4761000010000009 12/29 123
-            call tsp tokenet.tsp.v1.Provisioning/CheckEligibility {"requestId": "w1-check", "walletAccountId": "w1-account", "device": {"deviceId": "w1-phone", "deviceType": "PHONE"}, "encryptedCardData": ${card}}
+            call tsp tokenet.tsp.v1.Provisioning/CheckEligibility {"requestId": "w1-check", "eligibilityData": {"language": "en", "inputMethod": "INPUT_METHOD_MANUAL"}, "walletAccountId": "w1-account", "device": {"deviceId": "w1-phone", "deviceType": "PHONE"}, "encryptedCardData": ${card}}
             expect OK {"eligible": true}
             identity operator/operator-1
             call tsp tokenet.tsp.v1.TspControl/ListTokens

@@ -34,6 +34,28 @@ import TokenetWire
         #expect(tsp.issuer.state.withLock { $0.decryptedLast4 } == ["1111"])
     }
 
+    /// The eligibility data the issuer is told of is required and checked: a check without an input method, or
+    /// with a language that is no tag at all, was answered eligible in English, and the wallet never told.
+    @Test func eligibilityDataWithoutAnInputMethodOrWithABadLanguageIsRefused() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        func check(_ data: TspV1.EligibilityData?) async throws {
+            _ = try await tsp.wallet.checkEligibility(
+                TspV1.CheckEligibilityRequest(
+                    requestID: UUID().uuidString, eligibilityData: data, walletAccountID: TSPHarness.account,
+                    device: TSPHarness.device,
+                    instrument: .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)))))
+        }
+        let required = "eligibility_data.input_method is required: say how the card was entered, one of "
+        await expectRPCError(.invalidArgument, required + "INPUT_METHOD_BANK_APP") { try await check(nil) }
+        await expectRPCError(.invalidArgument, required) { try await check(.init(language: "en")) }
+        await expectRPCError(.invalidArgument, "eligibility_data: the language '!!' is not a BCP-47 language tag") {
+            try await check(.init(language: "!!", inputMethod: .manual))
+        }
+        try await check(.init(language: "", inputMethod: .onFile))
+        try await check(.init(language: "es-ES", inputMethod: .camera))
+    }
+
     /// The input method is kept with the receipt and told to the issuer: a value no one declared is refused.
     @Test func anUndeclaredInputMethodIsRefused() async throws {
         let tsp = try TSPHarness.make()
@@ -197,7 +219,9 @@ import TokenetWire
         }
         await expectRPCError(.invalidArgument, "encrypted_card_data, issuer_push_receipt or push_session_id") {
             try await tsp.wallet.checkEligibility(
-                TspV1.CheckEligibilityRequest(walletAccountID: TSPHarness.account, device: TSPHarness.device))
+                TspV1.CheckEligibilityRequest(
+                    eligibilityData: TspV1.EligibilityData(language: "en", inputMethod: .manual),
+                    walletAccountID: TSPHarness.account, device: TSPHarness.device))
         }
         let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
         #expect(try database.queryOne("SELECT count(*) FROM eligibility_receipts")?.int(0) == 0)

@@ -91,9 +91,12 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__eligibility_data())
         }
 
-        /// BCP-47 tag for the T&C, such as "en-US" or "es-ES". English is the fallback.
+        /// BCP-47 tag for the T&C, such as "en-US" or "es-ES". English is the fallback, also when empty; anything that is
+        /// not a tag is INVALID_ARGUMENT.
         public var language: String = ""
 
+        /// How the card was entered, told to the issuer with the digitization. Required: INPUT_METHOD_UNSPECIFIED (or
+        /// eligibility_data left out) is INVALID_ARGUMENT, as is a value the enum does not name.
         public var inputMethod: CardV1.InputMethod = CardV1.InputMethod(rawValue: 0)
 
         public init() {}

@@ -95,9 +95,14 @@ struct  Tokenet__Tsp__V1__EligibilityData
 {
   ProtobufCMessage base;
   /*
-   * BCP-47 tag for the T&C, such as "en-US" or "es-ES". English is the fallback.
+   * BCP-47 tag for the T&C, such as "en-US" or "es-ES". English is the fallback, also when empty; anything that is
+   * not a tag is INVALID_ARGUMENT.
    */
   char *language;
+  /*
+   * How the card was entered, told to the issuer with the digitization. Required: INPUT_METHOD_UNSPECIFIED (or
+   * eligibility_data left out) is INVALID_ARGUMENT, as is a value the enum does not name.
+   */
   Tokenet__Card__V1__InputMethod input_method;
 };
 #define TOKENET__TSP__V1__ELIGIBILITY_DATA__INIT \
