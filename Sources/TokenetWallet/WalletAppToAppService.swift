@@ -186,6 +186,8 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                 return WalletV1.BankingAppActivationAck(changed: changed)
             case .failure:
                 log.info("the issuer app did not activate", ["card_ref": card.cardRef, "reason": request.reason])
+                // Kept with the card, so that `cards` says why it is still INACTIVE: only the log said so.
+                try store.recordActivationFailure(id: card.id, reason: request.reason, nowMs: clock())
                 return WalletV1.BankingAppActivationAck(changed: false)
             case .unspecified, .unrecognized:
                 return WalletV1.BankingAppActivationAck(changed: false)

@@ -43,6 +43,9 @@ public struct WalletCardRecord: Sendable, Equatable {
     /// The node id of the issuer app that may see the card: the one in the certificate of the node that registered
     /// the issuer at the TSP.
     public var issuerNodeID: String? = nil
+    /// Why the issuer app did not activate the token the last time the wallet opened it (the reason its failure
+    /// gave), kept until the token's state changes; nil otherwise.
+    public var activationFailure: String? = nil
 
     /// Whether the issuer app of node `nodeID` may see the card (list it, hear its events). A card whose issuer the
     /// wallet does not know is no app's: showing it to every app gave one bank's app another bank's cards.
@@ -83,7 +86,15 @@ public struct WalletCardRecord: Sendable, Equatable {
             state: result.map { $0.digitalCardID.isEmpty ? .unspecified : $0.tokenState } ?? .unspecified,
             status: shownStatus,
             walletAccountID: walletAccountID ?? "",
-            issuerID: issuerID ?? "")
+            issuerID: issuerID ?? "",
+            reason: shownReason)
+    }
+
+    /// `WalletCard.reason`: the decline's for a declined card, the issuer app's failure for a token still INACTIVE.
+    var shownReason: String {
+        if status == .declined { return result?.declineReason ?? "" }
+        guard let activationFailure, result?.tokenState == .inactive else { return "" }
+        return "the issuer app did not activate it: \(activationFailure)"
     }
 
     /// The status as `ListCards` shows it: DIGITIZING for a card whose T&C were accepted and whose Digitize has no

@@ -125,6 +125,11 @@ public final class WalletStore: Sendable {
                     received_at_ms INTEGER NOT NULL
                 );
                 """),
+        // Why the issuer app did not activate the card's token the last time it was opened (its failure's reason),
+        // shown with the card until the token's state changes: the outcome was only in the wallet's log.
+        Migration(
+            version: 11, name: "card_activation_failures",
+            sql: "ALTER TABLE cards ADD COLUMN activation_failure TEXT;"),
     ]
 
     public init(database: Database) throws(WalletError) {
@@ -335,6 +340,8 @@ public final class WalletStore: Sendable {
                 _ = try tx.execute(
                     "UPDATE cards SET result = ?, updated_at_ms = ? WHERE id = ?",
                     [try result.serializedBytes(), Int64(nowMs), id])
+                // A failed in-app activation is told until the token moves on (activated by another way, deleted).
+                if changed { _ = try tx.execute("UPDATE cards SET activation_failure = NULL WHERE id = ?", [id]) }
                 if wasSelected, let (name, configured) = account,
                     try Self.selectedCardID(of: name, configured: configured, query: { try tx.query($0, $1) }) == nil,
                     let fallback = try Self.firstActiveCardID(
@@ -374,7 +381,8 @@ public final class WalletStore: Sendable {
             result: try resultBytes.map { try TspV1.DigitizeResponse(serializedBytes: $0) },
             walletAccountID: try row.get("wallet_account_id", as: String?.self),
             issuerID: try row.get("issuer_id", as: String?.self),
-            issuerNodeID: try row.get("issuer_node_id", as: String?.self))
+            issuerNodeID: try row.get("issuer_node_id", as: String?.self),
+            activationFailure: try row.get("activation_failure", as: String?.self))
     }
 
     func run<T>(_ action: String, _ body: () throws -> T) throws(WalletError) -> T {

@@ -140,7 +140,14 @@ enum PartyText {
 
     static func walletCards(_ response: WalletV1.ListWalletCardsResponse) -> String {
         guard !response.cards.isEmpty else { return "The wallet has no cards." }
-        return table(
+        // Why a card was declined, or its token not activated in the issuer app, under the table: a column would
+        // take the table past any terminal's width. A card number in the words is masked, as accept-terms does.
+        let reasons = response.cards.filter { !$0.reason.isEmpty }.map { "\($0.cardRef): \(maskPAN($0.reason))" }
+        return cardsTable(response) + (reasons.isEmpty ? "" : "\n\n" + reasons.joined(separator: "\n"))
+    }
+
+    private static func cardsTable(_ response: WalletV1.ListWalletCardsResponse) -> String {
+        table(
             ["CARD", "STATUS", "SCHEME", "ISSUER", "PAN", "DIGITAL CARD", "TOKEN", "STATE", "WALLET ACCOUNT"],
             response.cards.map {
                 [

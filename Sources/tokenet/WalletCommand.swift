@@ -35,7 +35,8 @@ enum WalletCommand {
         four digits), as an issuer's push receipt (--receipt, --scheme; Mastercard only), or as a push session an
         issuer created through the wallet's backend (--push-session).
         accept-terms accepts the T&C of card-N and digitizes it: the issuer approves (token ACTIVE), declines, or
-        asks for additional authentication (token INACTIVE, with the ID&V methods). cards lists the wallet's cards.
+        asks for additional authentication (token INACTIVE, with the ID&V methods). cards lists the wallet's cards,
+        and under them why a card was declined, or its token not activated in the issuer app.
         sync brings them in line with the TSP now, as the wallet does each time its notification stream to the TSP
         opens: it sends again the Digitize of each card left DIGITIZING, then takes each token state and last four
         digits the TSP holds that the wallet missed (their notification dropped while the wallet was away).

@@ -61,6 +61,12 @@ import Testing
             "\(denied.stdout)")
         let again = try await nodes.tokenet(["issuer-app", "authorize", nodes.issuer.listen, session, "--deny"])
         #expect(again.status == 64 + 9 && again.stderr.contains("already finished"), "\(again.stderr)")
+        // The wallet's cards say why the token is still INACTIVE.
+        let listed = try await nodes.tokenet(["wallet", "cards", nodes.wallet.listen])
+        #expect(
+            listed.stdout.contains(
+                "\ncard-1: the issuer app did not activate it: the cardholder declined in the issuer app\n"),
+            "\(listed.stdout)")
 
         let mastercard = try await Self.steppedUp(nodes, ref: "card-2", pan: "5400000030000074", expiry: "04/30")
         let openedMC = try await nodes.tokenet(["wallet", "open-issuer-app", nodes.wallet.listen, "card-2", "--json"])

@@ -248,8 +248,11 @@ import TokenetTestSupport
         #expect(visaReceipt.stderr.contains("Mastercard-only"), "\(visaReceipt.stderr)")
 
         let cards = try await tokenet(["wallet", "cards", wallet.listen])
-        #expect(cards.stdout.split(separator: "\n").count == 3, "\(cards.stdout)")
+        // The header, two cards, and under them why the declined one was declined.
+        let lines = cards.stdout.split(separator: "\n")
+        #expect(lines.count == 4, "\(cards.stdout)")
         #expect(cards.stdout.contains("DECLINED") && cards.stdout.contains("INACTIVE"))
+        #expect(lines.last?.hasPrefix("card-1: the account is under fraud review") == true, "\(cards.stdout)")
     }
 
     /// Adds the fixture's step-up card and accepts its T&C; returns its digital card id.

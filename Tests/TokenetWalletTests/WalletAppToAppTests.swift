@@ -201,6 +201,9 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
                 digitalCardID: Self.digitalCardID, result: .failure, reason: "declined in the app", sessionID: "app-1"))
         #expect(!failed.changed)
         #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .inactive)
+        // The card says why it is still INACTIVE (only the log did), until the token moves on.
+        let listed = try await wallet.control.listCards(.init())
+        #expect(listed.cards.first?.reason == "the issuer app did not activate it: declined in the app")
         #expect(
             await statusCode {
                 try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
@@ -212,6 +215,7 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
             .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-2"))
         #expect(approved.changed)
         #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
+        #expect(try await wallet.control.listCards(.init()).cards.first?.reason == "")
         var iterator = subscription.events.makeAsyncIterator()
         let event = try #require(await iterator.next())
         #expect(event.kind == .tokenStatusChanged && event.digitalCardID == Self.digitalCardID)

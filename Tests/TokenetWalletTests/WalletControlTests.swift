@@ -141,6 +141,8 @@ import TokenetWire
         #expect(accepted.card?.status == "DECLINED" && accepted.card?.digitalCardID == "")
         #expect(accepted.card?.state == .unspecified)
         #expect(try await wallet.control.listCards(.init()).cards.map(\.state) == [.unspecified])
+        // The reason stays with the card: accept-terms printed it once, and `cards` never again.
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.reason) == ["card reported stolen"])
     }
 
     @Test func aStepUpLeavesTheTokenInactiveWithTheIDVMethods() async throws {

@@ -980,7 +980,7 @@ local message_fields = {
     ["tokenet.wallet.v1.SelectionResponse"] = { [1] = "s", [2] = "s" },
     ["tokenet.wallet.v1.SetActiveWalletAccountRequest"] = { [1] = "s" },
     ["tokenet.wallet.v1.TokenStatus"] = { [1] = "s", [3] = "s", [4] = "s" },
-    ["tokenet.wallet.v1.WalletCard"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [7] = "s", [8] = "s", [9] = "s" },
+    ["tokenet.wallet.v1.WalletCard"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [7] = "s", [8] = "s", [9] = "s", [10] = "s" },
     ["tokenet.wallet.v1.WalletChangeCardStateRequest"] = { [1] = "s", [3] = "s" },
     ["tokenet.wallet.v1.WalletChangeCardStateResponse"] = { [1] = "tokenet.wallet.v1.WalletCard" },
     ["tokenet.wallet.v1.WalletEvent"] = { [3] = "s", [4] = "s", [7] = "s" },

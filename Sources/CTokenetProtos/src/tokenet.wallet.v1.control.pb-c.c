@@ -1123,7 +1123,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_request_
   (ProtobufCMessageInit) tokenet__wallet__v1__list_wallet_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[9] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[10] =
 {
   {
     "card_ref",
@@ -1233,12 +1233,25 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "reason",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletCard, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] = {
   0,   /* field[0] = card_ref */
   1,   /* field[1] = digital_card_id */
   8,   /* field[8] = issuer_id */
   3,   /* field[3] = pan_last4 */
+  9,   /* field[9] = reason */
   2,   /* field[2] = scheme */
   5,   /* field[5] = state */
   6,   /* field[6] = status */
@@ -1248,7 +1261,7 @@ static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] 
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
 {
@@ -1258,7 +1271,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
   "Tokenet__Wallet__V1__WalletCard",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletCard),
-  9,
+  10,
   tokenet__wallet__v1__wallet_card__field_descriptors,
   tokenet__wallet__v1__wallet_card__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_card__number_ranges,

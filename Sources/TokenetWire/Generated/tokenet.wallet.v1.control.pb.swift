@@ -428,6 +428,11 @@ extension WalletV1 {
         /// digitization, for a card digitized before the wallet recorded issuers, and from a TSP that names none.
         public var issuerID: String = ""
 
+        /// What the status and state alone do not say, for a person: why a DECLINED card was declined, or, for an INACTIVE
+        /// token, why the issuer app did not activate it the last time it was opened (the reason it sent the wallet), until
+        /// the token's state changes. Empty otherwise.
+        public var reason: String = ""
+
         public init() {}
 
         public init(
@@ -439,7 +444,8 @@ extension WalletV1 {
             state: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             status: String = "",
             walletAccountID: String = "",
-            issuerID: String = ""
+            issuerID: String = "",
+            reason: String = ""
         ) {
             self.cardRef = cardRef
             self.digitalCardID = digitalCardID
@@ -450,6 +456,7 @@ extension WalletV1 {
             self.status = status
             self.walletAccountID = walletAccountID
             self.issuerID = issuerID
+            self.reason = reason
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -462,6 +469,7 @@ extension WalletV1 {
             self.status = try reader.read(7)
             self.walletAccountID = try reader.read(8)
             self.issuerID = try reader.read(9)
+            self.reason = try reader.read(10)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -474,6 +482,7 @@ extension WalletV1 {
             try writer.write(7, status)
             try writer.write(8, walletAccountID)
             try writer.write(9, issuerID)
+            try writer.write(10, reason)
         }
     }
 }

@@ -2524,6 +2524,7 @@ extension WalletV1.WalletCard {
         base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.issuerID = "issuer_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.reason = "reason-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -225,10 +225,16 @@ struct  Tokenet__Wallet__V1__WalletCard
    * digitization, for a card digitized before the wallet recorded issuers, and from a TSP that names none.
    */
   char *issuer_id;
+  /*
+   * What the status and state alone do not say, for a person: why a DECLINED card was declined, or, for an INACTIVE
+   * token, why the issuer app did not activate it the last time it was opened (the reason it sent the wallet), until
+   * the token's state changes. Empty otherwise.
+   */
+  char *reason;
 };
 #define TOKENET__WALLET__V1__WALLET_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_card__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__ListWalletCardsResponse
