@@ -28,7 +28,8 @@ enum CallCommand {
         }
         let requests = try JSONTexts.split(text)
         if options.transport == .plaintext { try refuseCardNumbersInTheClear(requests, metadata: options.metadata) }
-        return try InspectSession.run(options) { session in
+        // The trace id after an error finds the call in the nodes' logs without running it again with -v.
+        return try InspectSession.run(options, tracedFailures: true) { session in
             guard let target = try await CallTarget.resolve(path, session: session) else {
                 return try await probe(path, session: session)
             }
@@ -57,7 +58,8 @@ enum CallCommand {
 
         Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
         stderr (76 for UNIMPLEMENTED, 68 for DEADLINE_EXCEEDED), with any details of the status under it, one "detail
-        TYPE: JSON" line each; 1 when the node cannot be reached or a TLS file (--cacert, --cert, --key) cannot be
+        TYPE: JSON" line each, then "(trace ID)", the call's trace id in the nodes' logs (not for a call refused before
+        it was sent); 1 when the node cannot be reached or a TLS file (--cacert, --cert, --key) cannot be
         used; 2 for bad options or request JSON that does not fit the request type. Ctrl-C (or SIGTERM) cancels the
         call on the node, closes the connection in order and ends the command by that signal; a second one ends it at
         once.

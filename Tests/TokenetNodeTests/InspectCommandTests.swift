@@ -372,8 +372,8 @@ import TokenetWire
                 "ERROR: DEADLINE_EXCEEDED: the call did not finish within the command's deadline of 8000 ms ("),
             "\(result.stderr)")
         #expect(
-            result.stderr.hasSuffix(" of it left when the call started)\n")
-                || result.stderr.hasSuffix("(the node ended it as the deadline passed)\n"),
+            untraced(result.stderr).hasSuffix(" of it left when the call started)\n")
+                || untraced(result.stderr).hasSuffix("(the node ended it as the deadline passed)\n"),
             "\(result.stderr)")
     }
 
@@ -410,7 +410,7 @@ import TokenetWire
         let failed = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "--verbose", "-d", #"{"service": "nope"}"#] + tls)
         #expect(failed.status == 64 + 5, "\(failed.stderr)")
-        let failedLines = failed.stderr.split(separator: "\n").map(String.init)
+        let failedLines = untraced(failed.stderr).split(separator: "\n").map(String.init)
         #expect(failedLines.count >= 2, "\(failedLines)")
         #expect(failedLines.dropLast().last?.hasPrefix("Sent 1 request, received 0 responses in ") == true)
         #expect(failedLines.dropLast().last?.hasSuffix(": NOT_FOUND") == true, "\(failedLines)")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetRPC
+import TokenetTestSupport
 import TokenetWire
 
 /// Runs `tokenet call` against an in-process plaintext server whose handler ends calls with a chosen status, for the
@@ -22,7 +23,10 @@ import TokenetWire
     @Test func aKnownCodeExitsWith64PlusTheCode() async throws {
         let result = try await Self.callAServerAnswering(.failedPrecondition)
         #expect(result.status == 64 + 9, "\(result.stderr)")
-        #expect(result.stderr == "ERROR: FAILED_PRECONDITION: a status from a later protocol\n")
+        #expect(untraced(result.stderr) == "ERROR: FAILED_PRECONDITION: a status from a later protocol\n")
+        // The call's trace id last, to find it in the nodes' logs without running it again with -v.
+        let trace = try #require(result.stderr.split(separator: "\n").last)
+        #expect(trace.hasPrefix("(trace ") && trace.hasSuffix(")") && trace.count > 9, "\(result.stderr)")
     }
 
     /// A node that answered UNAVAILABLE because its own peer left before its hello is an answer, not a node the
@@ -32,7 +36,7 @@ import TokenetWire
             "the TSP's ChangeTokenState failed: connection lost: the peer closed the connection before its hello"
         let result = try await Self.callAServerAnswering(.unavailable, message: message)
         #expect(result.status == 64 + 14, "\(result.stderr)")
-        #expect(result.stderr == "ERROR: UNAVAILABLE: \(message)\n")
+        #expect(untraced(result.stderr) == "ERROR: UNAVAILABLE: \(message)\n")
     }
 
     /// The details of a status print one per line under it: as JSON when this build knows their type, its secret
@@ -51,7 +55,7 @@ import TokenetWire
             .unavailable, message: "later", details: [known, unknown, broken, secret])
         #expect(result.status == 64 + 14, "\(result.stderr)")
         #expect(
-            result.stderr
+            untraced(result.stderr)
                 == "ERROR: UNAVAILABLE: later\n"
                 + "  detail tokenet.health.v1.HealthCheckResponse: {\"status\":\"SERVING_STATUS_NOT_SERVING\"}\n"
                 + "  detail example.v1.Retry\\u{A}************0009: 3 bytes, a type this build does not know "
@@ -67,7 +71,7 @@ import TokenetWire
         let result = try await Self.callAServerAnswering(
             .notFound, message: "no service \u{1B}[2Jx\nOK\u{7F} café")
         #expect(result.status == 64 + 5, "\(result.stderr)")
-        #expect(result.stderr == "ERROR: NOT_FOUND: no service \\u{1B}[2Jx\\u{A}OK\\u{7F} café\n")
+        #expect(untraced(result.stderr) == "ERROR: NOT_FOUND: no service \\u{1B}[2Jx\\u{A}OK\\u{7F} café\n")
     }
 
     /// A server may send a status message of megabytes: the first 1,024 characters are printed, then how many there
@@ -78,7 +82,7 @@ import TokenetWire
         let result = try await Self.callAServerAnswering(.notFound, message: message)
         #expect(result.status == 64 + 5, "\(result.stderr)")
         let kept = "\\u{1B}[2J" + String(repeating: "x", count: 1_020)
-        #expect(result.stderr == "ERROR: NOT_FOUND: \(kept)... (5004 characters, the last 3980 cut)\n")
+        #expect(untraced(result.stderr) == "ERROR: NOT_FOUND: \(kept)... (5004 characters, the last 3980 cut)\n")
     }
 
     /// A card number in a status message (a server that echoes what it was sent) is masked, as the nodes mask the
@@ -86,14 +90,14 @@ import TokenetWire
     @Test func aCardNumberInTheMessageIsMasked() async throws {
         let result = try await Self.callAServerAnswering(.notFound, message: "no card 4761 0000 1000 0009 here")
         #expect(result.status == 64 + 5, "\(result.stderr)")
-        #expect(result.stderr == "ERROR: NOT_FOUND: no card **** **** **** 0009 here\n")
+        #expect(untraced(result.stderr) == "ERROR: NOT_FOUND: no card **** **** **** 0009 here\n")
     }
 
     /// A status without a message prints as its code alone; it used to end in a dangling ": ".
     @Test func aStatusWithoutAMessagePrintsItsCodeAlone() async throws {
         let result = try await Self.callAServerAnswering(.unavailable, message: "")
         #expect(result.status == 64 + 14, "\(result.stderr)")
-        #expect(result.stderr == "ERROR: UNAVAILABLE\n")
+        #expect(untraced(result.stderr) == "ERROR: UNAVAILABLE\n")
     }
 
     /// 64 + 192 is 256, which the shell sees as 0: the command used to report a failed call as a success.
@@ -101,7 +105,7 @@ import TokenetWire
     func aCodeOutsideTheGRPCCodesExitsAsUnknown(code: Int32) async throws {
         let result = try await Self.callAServerAnswering(StatusCode(rawValue: code))
         #expect(result.status == 64 + 2, "\(result.stderr)")
-        #expect(result.stderr == "ERROR: CODE_\(code): a status from a later protocol\n")
+        #expect(untraced(result.stderr) == "ERROR: CODE_\(code): a status from a later protocol\n")
         #expect(result.stdout.isEmpty)
     }
 }
