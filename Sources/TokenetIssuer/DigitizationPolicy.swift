@@ -56,16 +56,35 @@ enum DigitizationPolicy {
     static let heldSuspensionDeclineReason =
         "a suspension of this card stands in this wallet and the issuer has no way to verify the cardholder"
 
-    /// The rule's answer; with `heldSuspension` (a token of the card in the same wallet account suspended by the
-    /// issuer or the TSP, still or when the wallet deleted it), an approval becomes a step-up: the cardholder proves
-    /// themselves before the card lives in that wallet again, where an approval let whoever holds the device lift
-    /// the suspension by deleting the card and adding it again. The rule's own methods are offered when it has
-    /// some, else a code to the cardholder's phone and e-mail.
+    static let noSecurityCodeDeclineReason =
+        "the card was given without its security code and the issuer has no way to verify the cardholder"
+
+    /// Why an approval is not given outright: the cardholder proves themselves first.
+    enum ApprovalHold: Sendable, Equatable {
+        /// A token of the card in the same wallet account suspended by the issuer or the TSP, still or when the
+        /// wallet deleted it: an approval let whoever holds the device lift the suspension by deleting the card and
+        /// adding it again.
+        case heldSuspension
+        /// The card came without its security code, other than pushed by the issuer's own app: an approval gave
+        /// whoever holds a card number and expiry (a leaked list, with no codes) a live token.
+        case noSecurityCode
+
+        var declineReason: String {
+            switch self {
+            case .heldSuspension: DigitizationPolicy.heldSuspensionDeclineReason
+            case .noSecurityCode: DigitizationPolicy.noSecurityCodeDeclineReason
+            }
+        }
+    }
+
+    /// The rule's answer; with a `hold`, an approval becomes a step-up: the cardholder proves themselves before the
+    /// card lives in that wallet. The rule's own methods are offered when it has some, else a code to the
+    /// cardholder's phone and e-mail; with neither, the card is declined.
     static func decide(
-        _ rule: DigitizationRule, risk: RiskScores, contact: CardholderContact, heldSuspension: Bool = false
+        _ rule: DigitizationRule, risk: RiskScores, contact: CardholderContact, hold: ApprovalHold? = nil
     ) -> DigitizationOutcome {
         let outcome = decide(rule, risk: risk, contact: contact)
-        guard heldSuspension, outcome == .approved else { return outcome }
+        guard let hold, outcome == .approved else { return outcome }
         var methods: [IdvMethodSpec]
         switch rule {
         case .stepUp(let idv), .byScore(_, _, let idv, _): methods = idv
@@ -75,7 +94,7 @@ enum DigitizationPolicy {
             if !contact.phone.isEmpty { methods.append(IdvMethodSpec(type: .otpSMS)) }
             if !contact.email.isEmpty { methods.append(IdvMethodSpec(type: .otpEmail)) }
         }
-        guard !methods.isEmpty else { return .declined(reason: heldSuspensionDeclineReason) }
+        guard !methods.isEmpty else { return .declined(reason: hold.declineReason) }
         return .stepUp(offers(methods, contact: contact))
     }
 

@@ -50,8 +50,17 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let (eligible, reason) = IssuerEligibility.evaluate(
             presented: card, stored: stored, renewed: renewed, asOf: now(), attempts: securityCodes)
         if let stored, eligible {
-            outcome = DigitizationPolicy.decide(
-                stored.rule, risk: risk, contact: stored.contact, heldSuspension: request.heldSuspension != nil)
+            // A suspension held in this wallet first; then a card typed in (or scanned, or on file) without its
+            // code. A card the issuer's own app pushed (BANK_APP) comes from the issuer, which needs no code from it.
+            let hold: DigitizationPolicy.ApprovalHold? =
+                if request.heldSuspension != nil {
+                    .heldSuspension
+                } else if (card.cvv2 ?? "").isEmpty, request.inputMethod != .bankApp {
+                    .noSecurityCode
+                } else {
+                    nil
+                }
+            outcome = DigitizationPolicy.decide(stored.rule, risk: risk, contact: stored.contact, hold: hold)
         } else {
             outcome = .declined(reason: reason)
         }

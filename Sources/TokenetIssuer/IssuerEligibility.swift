@@ -38,9 +38,9 @@ enum IssuerEligibility {
         return HMAC.constantTimeEquals(Array(cvv2.utf8), Array(stored.cvc.utf8))
     }
 
-    /// `evaluate`, with the card's wrong security codes counted in `attempts` (those given with the card's expiry:
-    /// with another, the answer names the expiry) and the card refused once they pass the limit
-    /// (`SecurityCodeAttempts`).
+    /// `evaluate`, with the card's wrong security codes and expiry dates counted in `attempts` (a code only when
+    /// given with the right expiry: with another, the answer names the expiry) and the card refused once they pass
+    /// the limit (`SecurityCodeAttempts`).
     static func evaluate(
         presented card: CardData, stored: StoredCard?, renewed: StoredCard?, asOf date: Date,
         attempts: SecurityCodeAttempts
@@ -49,15 +49,18 @@ enum IssuerEligibility {
             if let until = attempts.lockedUntil(stored.id, asOf: date) {
                 return (
                     false,
-                    "too many wrong security codes for the card ending \(String(card.accountNumber.suffix(4))) "
-                        + "(\(SecurityCodeAttempts.limit) within 24 hours): the issuer refuses it until "
-                        + "\(until.formatted(Date.ISO8601FormatStyle()))"
+                    "too many wrong security codes or expiry dates for the card ending "
+                        + "\(String(card.accountNumber.suffix(4))) (\(SecurityCodeAttempts.limit) within 24 hours): the "
+                        + "issuer refuses it until \(until.formatted(Date.ISO8601FormatStyle()))"
                 )
             }
-            // Counted only when the answer is about the code: one that names a wrong expiry says nothing of the
-            // code, and five such answers locked the card "for too many wrong security codes" that the cardholder
-            // was never told were wrong.
-            if let matches = securityCodeMatches(card, stored), (try? card.expiry()) == stored.expiry {
+            // A wrong expiry counts as a wrong code does: uncounted, a card number alone was completed by trying
+            // every expiry (each answer names a wrong one), then digitized without a code. A right code, given with
+            // the right expiry, forgets the count; the right expiry alone does not, or an attacker trying codes
+            // could clear the count between tries by sending none.
+            if (try? card.expiry()) != stored.expiry {
+                attempts.record(stored.id, wrong: true, at: date)
+            } else if let matches = securityCodeMatches(card, stored) {
                 attempts.record(stored.id, wrong: !matches, at: date)
             }
         }

@@ -1,11 +1,11 @@
 import Foundation
 import Synchronization
 
-/// Wrong security codes (CVC) presented for each of the issuer's cards, so that a card number and expiry cannot be
-/// completed into a card by trying every code through eligibility checks: the answer names a wrong code, and the
-/// TSP passes it to the wallet, so 1,000 checks found a three-digit code. Past `limit` wrong codes within `window`,
-/// the card's eligibility and digitization are refused, whatever code comes, until the window has passed since the
-/// last wrong one. A right code forgets the count, as a card's own issuer does.
+/// Wrong security codes (CVC) and expiry dates presented for each of the issuer's cards, so that a card number cannot
+/// be completed into a card by trying every expiry and code through eligibility checks: the answer names a wrong
+/// one, and the TSP passes it to the wallet, so 1,000 checks found a three-digit code, and 40 an expiry. Past `limit`
+/// wrong ones within `window`, the card's eligibility and digitization are refused, whatever comes, until the window
+/// has passed since the last wrong one. A right code forgets the count, as a card's own issuer does.
 ///
 /// Kept in memory: a restart of the issuer node clears the counts (a sandbox's operator may want that), and an
 /// attacker cannot restart it.

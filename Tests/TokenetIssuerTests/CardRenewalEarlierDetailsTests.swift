@@ -14,7 +14,9 @@ extension CardCareTests {
         _ decisions: IssuerV1.IssuerDecisions.Client, _ pan: String, _ expiry: String
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         var request = IssuerV1.AuthorizeDigitizationRequest()
+        // Pushed by the issuer's app, which needs no security code: the code a renewal gives is not the point here.
         request.encryptedCardData = try Support.encrypted(pan, expiry: expiry, to: try Support.issuerKey())
+        request.inputMethod = .bankApp
         request.digitalCardID = "DNITHE9"
         request.walletAccountID = "wallet-account-1"
         return try await decisions.authorizeDigitization(request)

@@ -59,7 +59,7 @@ import TokenetCard
         {
             DigitizationPolicy.decide(
                 rule, risk: RiskScores(account: account, device: device), contact: contact ?? self.contact,
-                heldSuspension: true)
+                hold: .heldSuspension)
         }
         let smsOffer = IdvOffer(id: "otp-sms", type: .otpSMS, maskedValue: "***-***-0101")
         let smsAndEmail = DigitizationOutcome.stepUp([
@@ -134,28 +134,34 @@ import TokenetCard
         #expect(locked.0 == false)
         #expect(
             locked.1.hasPrefix(
-                "too many wrong security codes for the card ending 0009 (5 within 24 hours): the issuer refuses it "
-                    + "until "), "\(locked.1)")
+                "too many wrong security codes or expiry dates for the card ending 0009 (5 within 24 hours): the "
+                    + "issuer refuses it until "), "\(locked.1)")
         // A day after the last wrong code the card is the cardholder's again.
         #expect(try check("123", at: now.addingTimeInterval(24 * 3600 + 1), attempts) == (true, ""))
     }
 
-    /// A wrong code given with a wrong expiry is not counted: the answer names the expiry alone, and five of them
-    /// locked the card for wrong codes the cardholder was never told of.
-    @Test func aCodeGivenWithAWrongExpiryIsNotCounted() throws {
+    /// Wrong expiries count as wrong codes do: uncounted, a card number alone was completed by trying every expiry
+    /// (the answer names a wrong one), and then digitized without a code. The right expiry without a code forgets
+    /// nothing, or sending none between tries would clear the count of wrong codes.
+    @Test func wrongExpiriesCountTowardTheLock() throws {
         let store = try Support.store()
         let (_, number, expiry) = Cards.visaApprove
         let stored = try store.card(matching: try PAN(number))
         let attempts = SecurityCodeAttempts()
-        for _ in 0..<6 {
-            let card = CardData(pan: try PAN(number), expiry: try CardExpiry(parsing: "11/29"), cvv2: "999")
-            let answer = IssuerEligibility.evaluate(
+        func check(_ expiry: String, _ cvv2: String? = nil) throws -> (Bool, String) {
+            let card = CardData(pan: try PAN(number), expiry: try CardExpiry(parsing: expiry), cvv2: cvv2)
+            return IssuerEligibility.evaluate(
                 presented: card, stored: stored, renewed: nil, asOf: Support.now, attempts: attempts)
-            #expect(answer.1.contains("the expiry date does not match"), "\(answer.1)")
         }
-        let right = CardData(pan: try PAN(number), expiry: try CardExpiry(parsing: expiry), cvv2: "123")
+        for wrong in ["01/27", "06/28", "11/29"] {
+            #expect(try check(wrong).1.contains("the expiry date does not match"))
+        }
+        // The right expiry alone is eligible, and forgets none of the wrong ones.
+        #expect(try check(expiry) == (true, ""))
+        #expect(try check("02/27", "999").1.contains("the expiry date does not match"))
+        #expect(try check(expiry, "999").1.contains("the security code does not match"))
+        let locked = try check(expiry, "123")
         #expect(
-            IssuerEligibility.evaluate(
-                presented: right, stored: stored, renewed: nil, asOf: Support.now, attempts: attempts) == (true, ""))
+            locked.0 == false && locked.1.hasPrefix("too many wrong security codes or expiry dates"), "\(locked.1)")
     }
 }

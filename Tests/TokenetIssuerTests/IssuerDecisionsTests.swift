@@ -31,7 +31,8 @@ import TokenetWire
         _ card: (String, String, String), scores: (UInt32, UInt32) = (1, 1), deviceID: String = "device-1"
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         var request = IssuerV1.AuthorizeDigitizationRequest()
-        request.encryptedCardData = try Support.encrypted(card.1, expiry: card.2, to: key)
+        request.encryptedCardData = try Support.encrypted(
+            card.1, expiry: card.2, cvv2: try Support.cvc(of: card.1), to: key)
         request.digitalCardID = "DNITHE000000000001"
         request.tokenLast4 = "4321"
         request.walletAccountID = "wallet-account-1"
@@ -59,7 +60,8 @@ import TokenetWire
     /// taken: the first approved, the second recorded a decision no call could find.
     @Test func cardDataNamingAnotherKeyAndADecisionWithoutItsTokenAreRefused() async throws {
         var request = IssuerV1.AuthorizeDigitizationRequest()
-        request.encryptedCardData = try Support.encrypted(Cards.visaApprove.1, expiry: Cards.visaApprove.2, to: key)
+        request.encryptedCardData = try Support.encrypted(
+            Cards.visaApprove.1, expiry: Cards.visaApprove.2, cvv2: "123", to: key)
         request.digitalCardID = "DNITHE000000000001"
         request.encryptedCardData?.publicKeyIdentifier = String(repeating: "f", count: 64)
         let otherKey = await Support.rpcError { _ = try await client.authorizeDigitization(request) }
@@ -111,6 +113,34 @@ import TokenetWire
         let notEligible = try await authorize(Cards.visaNotEligible)
         #expect(notEligible.decision == .declined)
         #expect(notEligible.reason.hasPrefix("this card is not enabled"))
+    }
+
+    /// A card typed in without its security code is stepped up, not approved: a card number and expiry from a
+    /// leaked list (no codes) got a live token. A card the issuer's own app pushed needs no code.
+    @Test func aCardWithoutItsSecurityCodeIsSteppedUpUnlessTheIssuersAppPushedIt() async throws {
+        func authorize(_ input: CardV1.InputMethod, cvv2: String?) async throws
+            -> IssuerV1.AuthorizeDigitizationResponse
+        {
+            var request = IssuerV1.AuthorizeDigitizationRequest()
+            request.encryptedCardData = try Support.encrypted(
+                Cards.visaApprove.1, expiry: Cards.visaApprove.2, cvv2: cvv2, to: key)
+            request.digitalCardID = "DNITHE000000000001"
+            request.inputMethod = input
+            request.risk = CardV1.WalletRiskData(accountScore: 1, deviceScore: 1, recommendation: .approve)
+            return try await client.authorizeDigitization(request)
+        }
+        for input in [CardV1.InputMethod.manual, .camera, .onFile, .unspecified] {
+            let without = try await authorize(input, cvv2: nil)
+            #expect(without.decision == .requireAdditionalAuthentication, "\(input)")
+            #expect(without.idvMethods.map(\.type) == [.otpSms, .otpEmail], "\(input)")
+        }
+        #expect(try await authorize(.manual, cvv2: "123").decision == .approved)
+        #expect(try await authorize(.bankApp, cvv2: nil).decision == .approved)
+        let unreachable = CardholderContact(phone: "", email: "", callCenterNumber: nil)
+        #expect(
+            DigitizationPolicy.decide(
+                .approve, risk: RiskScores(account: 1, device: 1), contact: unreachable, hold: .noSecurityCode)
+                == .declined(reason: DigitizationPolicy.noSecurityCodeDeclineReason))
     }
 
     @Test func everyDecisionIsRecordedWithItsInputs() async throws {

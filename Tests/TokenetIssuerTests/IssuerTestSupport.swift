@@ -27,6 +27,11 @@ enum Support {
 
     static func fixture() throws -> IssuerFixture { try IssuerFixture.load(path: fixturePath) }
 
+    /// The security code of the fixture's card `pan`: a card typed in without it is stepped up, not approved.
+    static func cvc(of pan: String) throws -> String? {
+        try fixture().cards.first { $0.pan == pan }?.cvc
+    }
+
     /// RSA key generation is slow; the keys are made once per test run.
     static let keys = Result { () throws(CardError) in
         (issuer: try RSAPrivateKey.generate(), tsp: try RSAPrivateKey.generate())

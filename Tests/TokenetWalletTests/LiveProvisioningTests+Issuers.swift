@@ -7,7 +7,9 @@ import TokenetTestSupport
 /// whose token it is, in the background, and shows it to that issuer's app again.
 extension LiveProvisioningTests {
     @Test func aCardStoredWithoutItsIssuerReachesItsIssuerAppOnceTheWalletAskedTheTSP() async throws {
-        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29"])
+        _ = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123",
+        ])
         let accepted = try json(try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1", "--json"]))
         let digitalCardID = try #require((accepted["card"] as? [String: Any])?["digitalCardId"] as? String)
         _ = try await appViewRow(digitalCardID, state: "TOKEN_STATE_ACTIVE")

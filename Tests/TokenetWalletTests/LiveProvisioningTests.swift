@@ -343,7 +343,9 @@ import TokenetTestSupport
     /// The person's choices in the wallet app reach the issuer app's listener: the selected card and the active
     /// wallet account; choosing the same again emits nothing.
     @Test func theIssuerAppHearsTheWalletsSelectionsAndAccountChanges() async throws {
-        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29"])
+        _ = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123",
+        ])
         _ = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
         let cards = try json(try await tokenet(["wallet", "cards", wallet.listen, "--json"]))
         let digitalCardID = try #require((cards["cards"] as? [[String: Any]])?.first?["digitalCardId"] as? String)
@@ -391,7 +393,9 @@ import TokenetTestSupport
     }
 
     @Test func aRestartedWalletKeepsItsCardsAndAnswersAgainWithoutANewToken() async throws {
-        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29"])
+        _ = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123",
+        ])
         let first = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1", "--json"])
         let (wallet, tsp) = (self.wallet, self.tsp)
         let restarted = try await offThePool {

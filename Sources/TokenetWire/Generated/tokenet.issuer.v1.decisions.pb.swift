@@ -92,6 +92,8 @@ extension IssuerV1 {
 
         public var tokenLast4: String = ""
 
+        /// How the card was entered. Card data without a cvv2 from anything but the issuer's own app (BANK_APP) is not
+        /// approved outright by this node: a rule that approves steps up instead.
         public var inputMethod: CardV1.InputMethod = CardV1.InputMethod(rawValue: 0)
 
         public var device: CardV1.DeviceInfo? = nil

@@ -72,6 +72,10 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationRequest
    */
   char *digital_card_id;
   char *token_last4;
+  /*
+   * How the card was entered. Card data without a cvv2 from anything but the issuer's own app (BANK_APP) is not
+   * approved outright by this node: a rule that approves steps up instead.
+   */
   Tokenet__Card__V1__InputMethod input_method;
   Tokenet__Card__V1__DeviceInfo *device;
   Tokenet__Card__V1__WalletRiskData *risk;
