@@ -118,6 +118,8 @@ let package = Package(
         .testTarget(name: "TokenetScenarioTests", dependencies: ["TokenetScenario", "TokenetWire", "TokenetFaults"]),
         .testTarget(
             name: "TokenetNodeTests",
-            dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire", "TokenetTestSupport"]),
+            dependencies: [
+                "TokenetCard", "TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire", "TokenetTestSupport",
+            ]),
     ]
 )

@@ -41,13 +41,15 @@ public final class TLSContext: @unchecked Sendable {
     /// Builds the context with an explicit key-log file (`nil` disables key logging regardless of environment).
     public init(configuration: TLSConfiguration, keyLogFile: String?) throws(TransportError) {
         self.configuration = configuration
+        // Opened before the context: a refused key-log file threw with the context made and `keyLog` not set, so
+        // no deinit ran and the context leaked (about 9 KB for each CLI run given an unusable SSLKEYLOGFILE).
+        keyLog = try keyLogFile.map { path throws(TransportError) in try KeyLogWriter(path: path) }
         ERR_clear_error()
         let method = configuration.side == .server ? TLS_server_method() : TLS_client_method()
         guard let context = SSL_CTX_new(method) else {
             throw TransportError.openSSL(.configuration, "SSL_CTX_new failed")
         }
         pointer = context
-        keyLog = try keyLogFile.map { path throws(TransportError) in try KeyLogWriter(path: path) }
         // From here on, deinit frees the context if configuration fails.
         try configure()
     }
