@@ -214,9 +214,16 @@ extension TSPService {
                 "issuer did not decide; applying the stand-in rule",
                 ["issuer_id": pending.token.issuerID, "error": String(describing: error)])
         }
-        // The issuer alone may judge a card whose suspension stands: a stand-in approval would lift it.
+        // The issuer alone may judge a card whose suspension stands: a stand-in approval would lift it. Nor does the
+        // stand-in approve a card typed in without its security code, which the issuer steps up: with the issuer
+        // away, a card number and expiry alone (a leaked list) would get a live token.
+        let withoutCode = (pending.receipt.card.cvv2 ?? "").isEmpty && pending.receipt.inputMethod != .bankApp
         let standIn =
             held.map { .decline(reason: "\(issuerOutcome) and \($0.summary) (stand-in declined)") }
+            ?? (withoutCode
+                ? .decline(
+                    reason: "\(issuerOutcome) and the card was given without its security code (stand-in declined)")
+                : nil)
             ?? configuration.standIn.decide(risk: request.risk, issuer: issuerOutcome)
         return .standIn(standIn, issuerProblem: problem)
     }

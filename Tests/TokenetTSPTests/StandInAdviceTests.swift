@@ -19,6 +19,23 @@ import TokenetWire
         }
     }
 
+    /// The stand-in does not approve a card typed in without its security code, which the issuer would step up: with
+    /// the issuer away, a card number and expiry alone got a live token.
+    @Test func theStandInDeclinesACardGivenWithoutItsSecurityCode() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        var card = TSPHarness.card(TSPHarness.visa)
+        card.cvv2 = nil
+        let eligibility = try await tsp.checkEligibility(.encryptedCardData(try TSPHarness.encrypted(card)))
+        try #require(eligibility.eligible)
+        tsp.issuer.set(.unavailable)
+        let response = try await tsp.digitize(eligibility, risk: TSPHarness.lowRisk)
+        #expect(response.decidedBy == "stand-in" && response.decision == .declined)
+        #expect(
+            response.declineReason.hasSuffix("and the card was given without its security code (stand-in declined)"),
+            "\(response.declineReason)")
+    }
+
     @Test func aStandInApprovalIsAdvisedToTheIssuerWithItsCardEncryptedToTheIssuersKey() async throws {
         let tsp = try TSPHarness.make()
         let eligibility = try await tsp.eligibleVisa()
