@@ -6,8 +6,8 @@
 /// whatever a caller typed or pasted (an unknown push session id is echoed in its error), not only in its usual
 /// forms. Runs longer than 19 digits are masked as well: a PAN glued to other digits must not leak either.
 ///
-/// A PAN split by a slash, comma, colon, semicolon, pipe, plus, equals sign, quote, backslash, asterisk or tilde
-/// (`4111/1111/1111/1111`,
+/// A PAN split by a slash, comma, colon, semicolon, pipe, plus, equals sign, quote, backslash, asterisk, tilde or any
+/// other ASCII symbol (`#`, `@`, `!`, `$`, `%`, `&`, `?`, `^`, a backquote, brackets) (`4111/1111/1111/1111`,
 /// `4111|1111|1111|1111`) is masked when consecutive groups look
 /// like a card number's: 13–19 digits in all, in groups of at least three, whatever other groups come before or
 /// after them (`4111/1111/1111/1111/12/29`). Those separators also join the parts of times,
@@ -156,8 +156,11 @@ enum PANRuns {
         case "0"..."9": .digit
         case ".": .dot
         case " ", "-", "_", "\t", "\n", "\r": .separator
-        // A pipe, plus, equals, quote or backslash between groups (`4111|1111|…`) hides a card number no better.
-        case "/", ",", ":", ";", "|", "+", "=", "\"", "'", "\\", "*", "~": .punctuation
+        // A pipe, plus, equals, quote or backslash between groups (`4111|1111|…`) hides a card number no better; nor
+        // do the other ASCII symbols a peer can put there (`4111#1111#…`, `(4111) 1111 …`, `[4111][1111]…`).
+        case "/", ",", ":", ";", "|", "+", "=", "\"", "'", "\\", "*", "~", "#", "@", "!", "$", "%", "&", "?", "^",
+            "`", "(", ")", "[", "]", "{", "}", "<", ">":
+            .punctuation
         // Combining marks written over the digits (`4̂1̂…`, a keycap `4️⃣`): the digits still read as one number.
         case _ where isMark(scalar): .separator
         // The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.

@@ -302,9 +302,11 @@ local function kind_of(cp)
     if cp >= 48 and cp <= 57 then return DIGIT end
     if cp == 46 then return DOT end
     if cp == 32 or cp == 45 or cp == 95 or cp == 9 or cp == 10 or cp == 13 then return SEPARATOR end
-    -- / , : ; | + = " ' \ * ~
+    -- / , : ; | + = " ' \ * ~ and the other ASCII symbols: # @ ! $ % & ? ^ ` ( ) [ ] { } < >
     if cp == 47 or cp == 44 or cp == 58 or cp == 59 or cp == 124 or cp == 43 or cp == 61 or cp == 34 or cp == 39
-        or cp == 92 or cp == 42 or cp == 126 then
+        or cp == 92 or cp == 42 or cp == 126 or cp == 35 or cp == 64 or cp == 33 or cp == 36 or cp == 37
+        or cp == 38 or cp == 63 or cp == 94 or cp == 96 or cp == 40 or cp == 41 or cp == 91 or cp == 93
+        or cp == 123 or cp == 125 or cp == 60 or cp == 62 then
         return PUNCTUATION
     end
     -- Lookalikes of that punctuation, the times and division signs, the ideographic comma and full stop, the
