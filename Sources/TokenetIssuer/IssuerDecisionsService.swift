@@ -23,12 +23,25 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let pan = try pan(of: card)
         let stored = try store.card(matching: pan)
         let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
-        let (eligible, reason) = IssuerEligibility.evaluate(
-            presented: card, stored: stored, renewed: renewed, asOf: now(), attempts: securityCodes)
+        let (eligible, reason) = evaluate(card, stored: stored, renewed: renewed, input: request.inputMethod)
         logger.withTraceID(context.traceID).info(
             "eligibility checked",
             ["card": stored?.id ?? "unknown", "last4": card.last4, "eligible": "\(eligible)", "reason": reason])
         return IssuerV1.CardEligibilityResponse(eligible: eligible, reason: reason)
+    }
+
+    /// The issuer's check of presented card data. A card its own app pushed (BANK_APP, which the TSP says only of
+    /// push receipts and sessions) is neither counted toward nor held by the lock on wrong codes and expiries:
+    /// anyone with a card number could lock it with five guessed expiries, and the cardholder's way back, the
+    /// bank app's push, was refused with it.
+    func evaluate(_ card: CardData, stored: StoredCard?, renewed: StoredCard?, input: CardV1.InputMethod)
+        -> (Bool, String)
+    {
+        guard input != .bankApp else {
+            return IssuerEligibility.evaluate(presented: card, stored: stored, renewed: renewed, asOf: now())
+        }
+        return IssuerEligibility.evaluate(
+            presented: card, stored: stored, renewed: renewed, asOf: now(), attempts: securityCodes)
     }
 
     func authorizeDigitization(
@@ -47,8 +60,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
             account: Int(request.risk?.accountScore ?? 0), device: Int(request.risk?.deviceScore ?? 0))
         let outcome: DigitizationOutcome
         let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
-        let (eligible, reason) = IssuerEligibility.evaluate(
-            presented: card, stored: stored, renewed: renewed, asOf: now(), attempts: securityCodes)
+        let (eligible, reason) = evaluate(card, stored: stored, renewed: renewed, input: request.inputMethod)
         if let stored, eligible {
             // A suspension held in this wallet first; then a card typed in (or scanned, or on file) without its
             // code. A card the issuer's own app pushed (BANK_APP) comes from the issuer, which needs no code from it.

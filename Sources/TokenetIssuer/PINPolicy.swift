@@ -19,7 +19,8 @@ enum PINPolicy {
         // Without the wrap: 1470, a column of the keypad read down, has steps 3, 3, -7 and is left to the person.
         let steps = Set(zip(digits, digits.dropFirst()).map { $1 - $0 })
         if steps.count == 1 { return "is digits an even step apart" }
-        for block in 1...(digits.count / 2) where digits.count % block == 0 {
+        // At least twice, the last time perhaps cut short (12121, 12312312).
+        for block in 1...(digits.count / 2) {
             if digits.indices.allSatisfy({ digits[$0] == digits[$0 % block] }) { return "repeats a block of digits" }
         }
         let pairs = stride(from: 0, to: digits.count - 1, by: 2).allSatisfy { digits[$0] == digits[$0 + 1] }

@@ -17,14 +17,15 @@ extension TSPService {
         }
         try Self.requireWalletAccountID(request.walletAccountID)
         try Self.checkDevice(request.device ?? .init(deviceID: deviceID))
-        let inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
+        var inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
         // Kept with the receipt and told to the issuer, whose decision may rest on it: a value no one declared would
         // reach it as a number it cannot read.
         guard inputMethod.protoValueName != nil else {
             throw TSPError(
                 .invalidArgument,
                 "eligibility_data.input_method \(inputMethod.rawValue) is not an input method: give one of "
-                    + CardV1.InputMethod.knownCases.compactMap(\.protoValueName).joined(separator: ", "))
+                    + CardV1.InputMethod.knownCases.filter { $0 != .unspecified }.compactMap(\.protoValueName)
+                    .joined(separator: ", "))
         }
         // Left out, the issuer was asked about a card entered by no known means, and the wallet was never told.
         guard inputMethod != .unspecified else {
@@ -37,6 +38,19 @@ extension TSPService {
         // A language that is no tag at all was answered in English without a word, as the wallet's own check says.
         if let problem = ManualCardForm.languageProblem(request.eligibilityData?.language ?? "") {
             throw TSPError(.invalidArgument, "eligibility_data: \(problem)")
+        }
+        // BANK_APP is what the issuer's own app pushed, which the issuer needs no security code for: the TSP says it
+        // of push receipts and sessions itself, and refuses it for card data, where a wallet's word got a card
+        // number and expiry alone approved.
+        switch request.instrument {
+        case .encryptedCardData where inputMethod == .bankApp:
+            throw TSPError(
+                .invalidArgument,
+                "eligibility_data.input_method INPUT_METHOD_BANK_APP is for a card the issuer's app pushed "
+                    + "(issuer_push_receipt or push_session_id); card data says how it was entered: "
+                    + "INPUT_METHOD_MANUAL, INPUT_METHOD_CAMERA or INPUT_METHOD_ON_FILE")
+        case .issuerPushReceipt, .pushSessionID: inputMethod = .bankApp
+        case .encryptedCardData, nil: break
         }
         let (card, instrument) = try resolveInstrument(request, walletNodeID: walletNodeID)
         let issuers = try store.issuers()

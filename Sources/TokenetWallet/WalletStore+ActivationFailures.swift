@@ -8,7 +8,12 @@ extension WalletStore {
     /// (INACTIVE): `cards` shows it until the token's state changes. Returns whether it was recorded.
     @discardableResult
     public func recordActivationFailure(id: Int64, reason: String, nowMs: UInt64) throws(WalletError) -> Bool {
-        let given = reason.isEmpty ? "no reason given" : reason
+        // One line: a line break in the issuer app's words printed a line of its own under `wallet cards`, which
+        // could read as another card's.
+        let oneLine = String(
+            String.UnicodeScalarView(
+                reason.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+        let given = oneLine.isEmpty ? "no reason given" : oneLine
         let kept =
             given.count <= Self.activationFailureLimit
             ? given : String(given.prefix(Self.activationFailureLimit)) + "…"

@@ -63,7 +63,7 @@ enum WalletCommand {
 
         Options:
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).
-          --input-method M     manual (default with --pan), camera, on-file or bank-app.
+          --input-method M     manual (default with --pan), camera or on-file.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
@@ -223,9 +223,15 @@ enum WalletCommand {
         case "manual": return .manual
         case "camera": return .camera
         case "on-file": return .onFile
-        case "bank-app": return .bankApp
+        // What the issuer's own app pushed, which the issuer needs no security code for: the TSP refuses it for a
+        // card typed in.
+        case "bank-app":
+            throw CLIError(
+                .usage,
+                "\(command): --input-method bank-app is for a card the issuer's app pushed: add it with --receipt or "
+                    + "--push-session")
         default:
-            throw CLIError(.usage, "\(command): --input-method must be manual, camera, on-file or bank-app")
+            throw CLIError(.usage, "\(command): --input-method must be manual, camera or on-file")
         }
     }
 }

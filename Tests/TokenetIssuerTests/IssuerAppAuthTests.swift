@@ -120,6 +120,7 @@ import TokenetWire
         ("2468", "is digits an even step apart"), ("1357", "is digits an even step apart"),
         ("9630", "is digits an even step apart"), ("1212", "repeats a block of digits"),
         ("123123", "repeats a block of digits"), ("10101010", "repeats a block of digits"),
+        ("12121", "repeats a block of digits"), ("12312312", "repeats a block of digits"),
         ("1122", "doubles each of its digits"), ("112233", "doubles each of its digits"),
     ])
     func pinPolicyRefusesPatterns(_ pin: String, _ pattern: String) {

@@ -143,6 +143,23 @@ import TokenetWire
                 == .declined(reason: DigitizationPolicy.noSecurityCodeDeclineReason))
     }
 
+    /// A card locked by guessed expiries is still the issuer's own app's to push: anyone with the card number could
+    /// lock it, and the cardholder's way back, the bank app's push, was refused with it.
+    @Test func aCardLockedByWrongExpiriesCanStillBePushedByTheIssuersApp() async throws {
+        func check(_ expiry: String, _ input: CardV1.InputMethod) async throws -> IssuerV1.CardEligibilityResponse {
+            try await client.checkCardEligibility(
+                IssuerV1.CardEligibilityRequest(
+                    encryptedCardData: try Support.encrypted(Cards.visaApprove.1, expiry: expiry, to: key),
+                    inputMethod: input))
+        }
+        for wrong in ["01/27", "02/27", "03/27", "04/27", "05/27"] { _ = try await check(wrong, .manual) }
+        let typed = try await check(Cards.visaApprove.2, .manual)
+        #expect(!typed.eligible && typed.reason.hasPrefix("too many wrong security codes or expiry dates"))
+        #expect(try await check(Cards.visaApprove.2, .bankApp).eligible)
+        // The push lifts nothing for card data typed in.
+        #expect(!(try await check(Cards.visaApprove.2, .manual)).eligible)
+    }
+
     @Test func everyDecisionIsRecordedWithItsInputs() async throws {
         _ = try await authorize(Cards.visaApprove)
         _ = try await authorize(Cards.mcScore, scores: (3, 2))

@@ -54,6 +54,11 @@ import TokenetWire
         }
         try await check(.init(language: "", inputMethod: .onFile))
         try await check(.init(language: "es-ES", inputMethod: .camera))
+        // BANK_APP is the TSP's word for what the issuer's app pushed: a wallet's claim of it for card data got a
+        // card number and expiry alone approved.
+        await expectRPCError(.invalidArgument, "INPUT_METHOD_BANK_APP is for a card the issuer's app pushed") {
+            try await check(.init(language: "en", inputMethod: .bankApp))
+        }
     }
 
     /// The input method is kept with the receipt and told to the issuer: a value no one declared is refused.

@@ -198,10 +198,11 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
         _ = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
         let failed = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
             .init(
-                digitalCardID: Self.digitalCardID, result: .failure, reason: "declined in the app", sessionID: "app-1"))
+                digitalCardID: Self.digitalCardID, result: .failure, reason: "declined\nin the app", sessionID: "app-1")
+        )
         #expect(!failed.changed)
         #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .inactive)
-        // The card says why it is still INACTIVE (only the log did), until the token moves on.
+        // The card says why it is still INACTIVE (only the log did), until the token moves on; on one line.
         let listed = try await wallet.control.listCards(.init())
         #expect(listed.cards.first?.reason == "the issuer app did not activate it: declined in the app")
         #expect(
