@@ -336,4 +336,39 @@ extension IssuerCardCareService {
                 ["digital_card_id": token, "card": card.id, "last4": card.pan.last4, "expiry": "\(card.expiry)"])
         }
     }
+
+    /// The reason code a stand-in token made from card details the issuer does not have is deleted with.
+    static let detailsMismatchReason = "CARD_DETAILS_MISMATCH"
+
+    /// Deletes at the TSP a token its stand-in approved from card details that are not the card's (`mismatch` says
+    /// which), as the issuer would have declined them. Throws when the TSP cannot be asked now, so that the advice
+    /// comes again; a refusal (the token deleted meanwhile) is logged.
+    func deleteStandInToken(_ token: String, because mismatch: String, log: Logger) async throws {
+        let client = TspV1.TokenLifecycle.Client(try tspCaller())
+        let answer: TspV1.ChangeIssuerTokenStatesResponse
+        do {
+            answer = try await client.changeIssuerTokenStates(
+                TspV1.ChangeIssuerTokenStatesRequest(
+                    digitalCardIds: [token], action: .delete, reasonCode: Self.detailsMismatchReason))
+        } catch let error as RPCError
+            where ![.unavailable, .deadlineExceeded, .resourceExhausted, .aborted, .internal, .unknown].contains(
+                error.code)
+        {
+            log.warning(
+                "the TSP refused to delete a stand-in token made from card details the issuer does not have",
+                ["digital_card_id": token, "mismatch": mismatch, "error": error.description])
+            return
+        }
+        let result = answer.results.first { $0.digitalCardID == token }
+        if let result, result.statusCode != 0 {
+            log.warning(
+                "the TSP refused to delete a stand-in token made from card details the issuer does not have",
+                ["digital_card_id": token, "mismatch": mismatch, "status": "\(result.statusCode)"])
+            return
+        }
+        noteDeleted([token], log: log)
+        log.warning(
+            "a stand-in token made from card details the issuer does not have was deleted",
+            ["digital_card_id": token, "mismatch": mismatch])
+    }
 }

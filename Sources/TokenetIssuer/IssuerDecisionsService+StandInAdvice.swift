@@ -19,6 +19,10 @@ extension IssuerDecisionsService {
         var decision: DecisionRecord
         var card: StoredCard?
         var outdated: Bool
+        /// An approval of card details that are neither the card's nor its earlier ones (an expiry it never had, a
+        /// wrong security code: what the stand-in cannot check): the token is deleted at the TSP, not moved onto
+        /// the card, which gave whoever held the card number alone a token of the real card.
+        var mismatch: String?
         var reason: String
         var decisionName: String
     }
@@ -75,12 +79,26 @@ extension IssuerDecisionsService {
                 ])
             return nil
         }
-        var stored = try store.card(matching: pan)
+        let current = try store.card(matching: pan)
+        var stored = current
         if stored == nil { stored = try store.card(thatHad: pan) }
         // An advice given again by GetIssuerTokens for a token from before the TSP kept expiries has none: its
         // number alone tells.
         let expiry = try? card.expiry()
-        let outdated = stored.map { $0.pan != pan || (expiry != nil && expiry != $0.expiry) } ?? false
+        let differs = stored.map { $0.pan != pan || (expiry != nil && expiry != $0.expiry) } ?? false
+        // Details that differ are the card's earlier ones only when a renewal gave them up (number and expiry).
+        let earlier =
+            differs && expiry != nil
+            ? try store.renewedCard(describedBefore: pan, expiry: expiry, current: current) : nil
+        var mismatch: String?
+        if let stored, advice.decision == .approved {
+            if differs, expiry != nil, earlier == nil {
+                mismatch = "the expiry date is not one the card ending \(stored.pan.last4) has had"
+            } else if !differs, IssuerEligibility.securityCodeMatches(card, stored) == false {
+                mismatch = "the security code does not match the issuer's records"
+            }
+        }
+        let outdated = differs && mismatch == nil
         return StandInAdvicePlan(
             decision: DecisionRecord(
                 cardID: stored?.id, last4: card.last4, digitalCardID: digitalCardID, tokenLast4: advice.tokenLast4,
@@ -90,8 +108,8 @@ extension IssuerDecisionsService {
                     account: Int(advice.risk?.accountScore ?? 0), device: Int(advice.risk?.deviceScore ?? 0)),
                 recommendation: Int(advice.risk?.recommendation.rawValue ?? 0), rule: Self.standInRule,
                 outcome: outcome),
-            card: stored, outdated: outdated && advice.decision == .approved, reason: advice.reason,
-            decisionName: decision)
+            card: stored, outdated: outdated && advice.decision == .approved, mismatch: mismatch,
+            reason: advice.reason, decisionName: decision)
     }
 
     /// Records what `standInAdvicePlan` read, decided at `decidedAtMs` (now when 0); false when the advice was

@@ -28,7 +28,9 @@ struct IssuerNodeNotifications: NotificationHandler {
         else { return }
         // Before the record: a TSP that cannot be asked now throws, and the advice comes again with nothing
         // recorded, so the move is tried again.
-        if plan.outdated, let card = plan.card {
+        if let mismatch = plan.mismatch {
+            try await cardCare.deleteStandInToken(notification.cardID, because: mismatch, log: logger)
+        } else if plan.outdated, let card = plan.card {
             try await cardCare.moveStandInToken(notification.cardID, onto: card, log: logger)
         }
         try decisions.record(plan, decidedAtMs: advice.decidedAtMs, messageID: id, log: logger)

@@ -178,7 +178,9 @@ struct IssuerTokenSync: Sendable {
             let plan = try decisions.standInAdvicePlan(
                 advice, digitalCardID: digitalCardID, messageID: source, log: logger)
         else { return false }
-        if plan.outdated, let card = plan.card {
+        if let mismatch = plan.mismatch {
+            try await cardCare.deleteStandInToken(digitalCardID, because: mismatch, log: logger)
+        } else if plan.outdated, let card = plan.card {
             try await cardCare.moveStandInToken(digitalCardID, onto: card, log: logger)
         }
         return try decisions.record(plan, decidedAtMs: advice.decidedAtMs, messageID: source, log: logger)

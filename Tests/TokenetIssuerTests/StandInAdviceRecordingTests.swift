@@ -95,6 +95,32 @@ import TokenetWire
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNICURRENT1", "DNIOLDEXPIRY1"])
     }
 
+    /// The stand-in cannot check an expiry or a code: a token it approved from an expiry the card never had, or a
+    /// wrong code, is deleted at the TSP, where it was moved onto the card as if renewed, giving whoever held the
+    /// card number alone a token of the real card. The card's own details, and its earlier ones, are kept.
+    @Test func aTokenMadeFromDetailsTheCardNeverHadIsDeletedNotMoved() async throws {
+        try await notifications.handle(try Self.advice("DNIGUESSED1", expiry: "01/31"))
+        let deleted = tsp.state.withLock { $0.changes.map { ($0.digitalCardIds, $0.action, $0.reasonCode) } }
+        #expect(deleted.count == 1 && deleted.first?.0 == ["DNIGUESSED1"] && deleted.first?.1 == .delete)
+        #expect(deleted.first?.2 == "CARD_DETAILS_MISMATCH")
+        #expect(tsp.state.withLock { $0.renewals.isEmpty })
+        #expect(!(try party.store.tokens(ofCard: Cards.visaStandIn.0).live.contains("DNIGUESSED1")))
+        #expect(sink.lines.contains { $0.contains("the expiry date is not one the card ending 0082 has had") })
+
+        var wrongCode = try Self.advice("DNIWRONGCODE1", messageID: "m-2")
+        if case .standInAdvice(var body)? = wrongCode.body {
+            body.encryptedCardData = try Support.encrypted(
+                Cards.visaStandIn.1, expiry: Cards.visaStandIn.2, cvv2: "000", to: Support.issuerKey())
+            wrongCode.body = .standInAdvice(body)
+        }
+        try await notifications.handle(wrongCode)
+        #expect(tsp.state.withLock { $0.changes.last?.digitalCardIds } == ["DNIWRONGCODE1"])
+
+        try await notifications.handle(try Self.advice("DNIRIGHT1", messageID: "m-3"))
+        #expect(tsp.state.withLock { $0.changes.count } == 2)
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live.contains("DNIRIGHT1"))
+    }
+
     @Test func aDeclineIsRecordedButIsNoLiveToken() async throws {
         try await notifications.handle(try Self.advice("DNISTANDIN2", decision: .declined))
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live.isEmpty)
