@@ -51,7 +51,8 @@ enum IssuerEligibility {
                     false,
                     "too many wrong security codes or expiry dates for the card ending "
                         + "\(String(card.accountNumber.suffix(4))) (\(SecurityCodeAttempts.limit) within 24 hours): the "
-                        + "issuer refuses it until \(until.formatted(Date.ISO8601FormatStyle()))"
+                        + "issuer refuses it until \(until.formatted(Date.ISO8601FormatStyle())); the issuer's app can still "
+                        + "push it to the wallet"
                 )
             }
             // A wrong expiry counts as a wrong code does: uncounted, a card number alone was completed by trying

@@ -222,7 +222,8 @@ extension TSPService {
             held.map { .decline(reason: "\(issuerOutcome) and \($0.summary) (stand-in declined)") }
             ?? (withoutCode
                 ? .decline(
-                    reason: "\(issuerOutcome) and the card was given without its security code (stand-in declined)")
+                    reason: "\(issuerOutcome) and the card was given without its security code (stand-in declined): "
+                        + "add it again with its security code")
                 : nil)
             ?? configuration.standIn.decide(risk: request.risk, issuer: issuerOutcome)
         return .standIn(standIn, issuerProblem: problem)

@@ -24,16 +24,15 @@ extension TSPService {
             throw TSPError(
                 .invalidArgument,
                 "eligibility_data.input_method \(inputMethod.rawValue) is not an input method: give one of "
-                    + CardV1.InputMethod.knownCases.filter { $0 != .unspecified }.compactMap(\.protoValueName)
-                    .joined(separator: ", "))
+                    + "INPUT_METHOD_MANUAL, INPUT_METHOD_CAMERA or INPUT_METHOD_ON_FILE")
         }
         // Left out, the issuer was asked about a card entered by no known means, and the wallet was never told.
         guard inputMethod != .unspecified else {
             throw TSPError(
                 .invalidArgument,
                 "eligibility_data.input_method is required: say how the card was entered, one of "
-                    + CardV1.InputMethod.knownCases.filter { $0 != .unspecified }.compactMap(\.protoValueName)
-                    .joined(separator: ", "))
+                    + "INPUT_METHOD_MANUAL, INPUT_METHOD_CAMERA or INPUT_METHOD_ON_FILE (INPUT_METHOD_BANK_APP is what "
+                    + "the TSP says of a push receipt or session)")
         }
         // A language that is no tag at all was answered in English without a word, as the wallet's own check says.
         if let problem = ManualCardForm.languageProblem(request.eligibilityData?.language ?? "") {

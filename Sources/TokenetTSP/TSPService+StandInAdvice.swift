@@ -23,10 +23,10 @@ extension TSPService {
             var advice = TspV1.StandInAdviceBody()
             advice.decision = outcome.decision
             advice.reason = outcome.reason
-            // Without the security code: the decision is made, and the advice waits in the issuer's queue for days.
-            var card = pending.receipt.card
-            card.cvv2 = nil
-            advice.encryptedCardData = try encrypt(card, to: issuer)
+            // With the security code, encrypted to the issuer's key (which this node cannot read back): the stand-in
+            // cannot check it, and the issuer does when the advice arrives, deleting a token approved with a wrong
+            // one. Sent without it, any code got a live token while the issuer was away.
+            advice.encryptedCardData = try encrypt(pending.receipt.card, to: issuer)
             advice.maskedPAN = try pending.receipt.card.pan().masked
             advice.tokenLast4 = pending.token.tokenLast4
             advice.inputMethod = pending.receipt.inputMethod

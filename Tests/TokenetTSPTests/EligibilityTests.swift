@@ -47,7 +47,9 @@ import TokenetWire
                     instrument: .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)))))
         }
         let required = "eligibility_data.input_method is required: say how the card was entered, one of "
-        await expectRPCError(.invalidArgument, required + "INPUT_METHOD_BANK_APP") { try await check(nil) }
+        await expectRPCError(.invalidArgument, required + "INPUT_METHOD_MANUAL, INPUT_METHOD_CAMERA or") {
+            try await check(nil)
+        }
         await expectRPCError(.invalidArgument, required) { try await check(.init(language: "en")) }
         await expectRPCError(.invalidArgument, "eligibility_data: the language '!!' is not a BCP-47 language tag") {
             try await check(.init(language: "!!", inputMethod: .manual))

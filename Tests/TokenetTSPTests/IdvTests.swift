@@ -12,6 +12,13 @@ import TokenetWire
 /// delivered; the issuer's call centre activates tokens.
 @Suite struct IdvTests {
     /// A token the issuer left INACTIVE, offering SMS, e-mail and call-centre methods.
+    /// A TSP that sends a card at most `limit` codes a day (`otp_codes_per_card_per_day`).
+    static func harness(codesPerCardPerDay limit: Int) throws -> TSPHarness {
+        var configuration = TSPHarness.configuration
+        configuration.otpCodesPerCardPerDay = limit
+        return try TSPHarness.make(configuration: configuration)
+    }
+
     static func steppedUp(_ tsp: TSPHarness) async throws -> String {
         tsp.issuer.set(.stepUpAll)
         let response = try await tsp.digitize(try await tsp.eligibleVisa())
@@ -104,9 +111,7 @@ import TokenetWire
     /// new token with codes of its own, and 12 SMS reached one cardholder in two seconds that way. The cap counts
     /// the card, not the token; another card is not held back, and a day later the card gets codes again.
     @Test func aCardGetsABoundedNumberOfCodesADayHoweverOftenItIsAdded() async throws {
-        var configuration = TSPHarness.configuration
-        configuration.otpCodesPerCardPerDay = 4
-        let tsp = try TSPHarness.make(configuration: configuration)
+        let tsp = try Self.harness(codesPerCardPerDay: 4)
         let first = try await Self.steppedUp(tsp)
         _ = try await select(tsp, first)
         for _ in 0..<3 { _ = try await tsp.idv.resendOTP(.init(digitalCardID: first)) }
@@ -229,9 +234,7 @@ import TokenetWire
     /// Another method asked while a code is out, with the card's codes of the day used up, is answered with the code
     /// out, as with no resend left: a refusal read as if no code could be entered.
     @Test func anotherOTPMethodWithTheCardsCodesUsedUpLeavesTheCodeOut() async throws {
-        var configuration = TSPHarness.configuration
-        configuration.otpCodesPerCardPerDay = 1
-        let tsp = try TSPHarness.make(configuration: configuration)
+        let tsp = try Self.harness(codesPerCardPerDay: 1)
         let card = try await Self.steppedUp(tsp)
         let first = try await select(tsp, card)
         let other = try await select(tsp, card, "otp-email")

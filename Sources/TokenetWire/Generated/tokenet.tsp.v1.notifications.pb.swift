@@ -513,8 +513,9 @@ extension TspV1 {
 
         public var reason: String = ""
 
-        /// The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest, but
-        /// without its cvv2: the digitization is decided, and the advice may wait in the issuer's queue for days.
+        /// The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest, with
+        /// its cvv2 when the wallet gave one: the stand-in cannot check the code (nor the expiry), and the issuer does when
+        /// the advice arrives, deleting a token approved from details the card does not have. The TSP cannot read it back.
         public var encryptedCardData: CardV1.EncryptedCardData? = nil
 
         /// The card number masked down to its last four digits.
