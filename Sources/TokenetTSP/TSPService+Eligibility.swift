@@ -26,6 +26,19 @@ extension TSPService {
                 "eligibility_data.input_method \(inputMethod.rawValue) is not an input method: give one of "
                     + "INPUT_METHOD_MANUAL, INPUT_METHOD_CAMERA or INPUT_METHOD_ON_FILE")
         }
+        // BANK_APP is what the issuer's own app pushed, which the issuer needs no security code for: the TSP says it
+        // of push receipts and sessions itself, whatever the wallet said, and refuses it for card data, where a
+        // wallet's word got a card number and expiry alone approved.
+        switch request.instrument {
+        case .encryptedCardData where inputMethod == .bankApp:
+            throw TSPError(
+                .invalidArgument,
+                "eligibility_data.input_method INPUT_METHOD_BANK_APP is for a card the issuer's app pushed "
+                    + "(issuer_push_receipt or push_session_id); card data says how it was entered: "
+                    + "INPUT_METHOD_MANUAL, INPUT_METHOD_CAMERA or INPUT_METHOD_ON_FILE")
+        case .issuerPushReceipt, .pushSessionID: inputMethod = .bankApp
+        case .encryptedCardData, nil: break
+        }
         // Left out, the issuer was asked about a card entered by no known means, and the wallet was never told.
         guard inputMethod != .unspecified else {
             throw TSPError(
@@ -37,19 +50,6 @@ extension TSPService {
         // A language that is no tag at all was answered in English without a word, as the wallet's own check says.
         if let problem = ManualCardForm.languageProblem(request.eligibilityData?.language ?? "") {
             throw TSPError(.invalidArgument, "eligibility_data: \(problem)")
-        }
-        // BANK_APP is what the issuer's own app pushed, which the issuer needs no security code for: the TSP says it
-        // of push receipts and sessions itself, and refuses it for card data, where a wallet's word got a card
-        // number and expiry alone approved.
-        switch request.instrument {
-        case .encryptedCardData where inputMethod == .bankApp:
-            throw TSPError(
-                .invalidArgument,
-                "eligibility_data.input_method INPUT_METHOD_BANK_APP is for a card the issuer's app pushed "
-                    + "(issuer_push_receipt or push_session_id); card data says how it was entered: "
-                    + "INPUT_METHOD_MANUAL, INPUT_METHOD_CAMERA or INPUT_METHOD_ON_FILE")
-        case .issuerPushReceipt, .pushSessionID: inputMethod = .bankApp
-        case .encryptedCardData, nil: break
         }
         let (card, instrument) = try resolveInstrument(request, walletNodeID: walletNodeID)
         let issuers = try store.issuers()

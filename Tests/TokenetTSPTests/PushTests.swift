@@ -277,6 +277,16 @@ import TokenetWire
         return (tsp, session)
     }
 
+    /// A push is BANK_APP whatever the wallet says, so it needs no input method: the TSP records it itself.
+    @Test func aPushNeedsNoInputMethod() async throws {
+        let (tsp, session) = try await Self.sessionPushedToWallet1()
+        let checked = try await tsp.wallet.checkEligibility(
+            TspV1.CheckEligibilityRequest(
+                requestID: UUID().uuidString, walletAccountID: TSPHarness.account, device: TSPHarness.device,
+                instrument: .pushSessionID(session.pushSessionID)))
+        #expect(checked.eligible)
+    }
+
     /// A push session is the wallet node's that made it: another wallet node whose account has the same name cannot
     /// redeem it (it added the card, and the wallet the issuer pushed to found the session used), and the session
     /// stays for its own wallet.

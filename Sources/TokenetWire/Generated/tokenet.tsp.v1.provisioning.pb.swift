@@ -95,8 +95,10 @@ extension TspV1 {
         /// not a tag is INVALID_ARGUMENT.
         public var language: String = ""
 
-        /// How the card was entered, told to the issuer with the digitization. Required: INPUT_METHOD_UNSPECIFIED (or
-        /// eligibility_data left out) is INVALID_ARGUMENT, as is a value the enum does not name.
+        /// How the card was entered, told to the issuer with the digitization. Required for encrypted_card_data:
+        /// INPUT_METHOD_UNSPECIFIED (or eligibility_data left out) is INVALID_ARGUMENT, as is a value the enum does not name,
+        /// and INPUT_METHOD_BANK_APP, which is what the TSP records itself for a push receipt or session (whatever is given
+        /// with one): a card the issuer's own app pushed, which the issuer needs no security code for.
         public var inputMethod: CardV1.InputMethod = CardV1.InputMethod(rawValue: 0)
 
         public init() {}

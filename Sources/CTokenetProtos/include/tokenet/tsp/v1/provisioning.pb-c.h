@@ -100,8 +100,10 @@ struct  Tokenet__Tsp__V1__EligibilityData
    */
   char *language;
   /*
-   * How the card was entered, told to the issuer with the digitization. Required: INPUT_METHOD_UNSPECIFIED (or
-   * eligibility_data left out) is INVALID_ARGUMENT, as is a value the enum does not name.
+   * How the card was entered, told to the issuer with the digitization. Required for encrypted_card_data:
+   * INPUT_METHOD_UNSPECIFIED (or eligibility_data left out) is INVALID_ARGUMENT, as is a value the enum does not name,
+   * and INPUT_METHOD_BANK_APP, which is what the TSP records itself for a push receipt or session (whatever is given
+   * with one): a card the issuer's own app pushed, which the issuer needs no security code for.
    */
   Tokenet__Card__V1__InputMethod input_method;
 };
