@@ -41,6 +41,13 @@ public struct CardData: Codable, Sendable, Equatable, CustomStringConvertible, C
         self.init(accountNumber: pan.digits, expirationDate: ExpirationDate(expiry), cvv2: cvv2, name: name)
     }
 
+    /// Whether the card came without its security code by a way other than the issuer's own app (BANK_APP, a push
+    /// the issuer made, which needs no code): the issuer does not approve such a card outright, nor the TSP's
+    /// stand-in at all, or a card number and expiry alone (a leaked list, with no codes) got a live token.
+    public func lacksSecurityCode(enteredBy input: CardV1.InputMethod) -> Bool {
+        (cvv2 ?? "").isEmpty && input != .bankApp
+    }
+
     /// Parses the JSON payload; throws `.invalidPayload` naming what is wrong (never echoing the payload).
     public init(json bytes: [UInt8]) throws(CardError) {
         do {

@@ -324,9 +324,7 @@ extension IssuerCardCareService {
         let sent = await send(card, encrypted, tokens: [token], caller: try tspCaller(), log: log)
         if let failure = sent.failure {
             let code = (failure as? RPCError)?.code ?? .unavailable
-            if [.unavailable, .deadlineExceeded, .resourceExhausted, .aborted, .internal, .unknown].contains(code) {
-                throw failure
-            }
+            if Self.passingFailures.contains(code) { throw failure }
             log.warning(
                 "the TSP refused to move a stand-in token onto its renewed card; it keeps the card's previous number",
                 ["digital_card_id": token, "card": card.id, "error": String(describing: failure)])
@@ -335,6 +333,18 @@ extension IssuerCardCareService {
                 "a stand-in token made from the card's previous number or expiry now holds the card as it is",
                 ["digital_card_id": token, "card": card.id, "last4": card.pan.last4, "expiry": "\(card.expiry)"])
         }
+    }
+
+    /// The TSP's failures that may pass (it is away, busy, or failed): a stand-in token's move or deletion is asked
+    /// again with the advice's next delivery. Any other is a refusal, logged, which asking again would meet again.
+    static let passingFailures: [StatusCode] = [
+        .unavailable, .deadlineExceeded, .resourceExhausted, .aborted, .internal, .unknown,
+    ]
+
+    private func refusedDeletion(_ token: String, _ mismatch: String, _ why: String, log: Logger) {
+        log.warning(
+            "the TSP refused to delete a stand-in token made from card details the issuer does not have",
+            ["digital_card_id": token, "mismatch": mismatch, "error": why])
     }
 
     /// The reason code a stand-in token made from card details the issuer does not have is deleted with.
@@ -350,20 +360,12 @@ extension IssuerCardCareService {
             answer = try await client.changeIssuerTokenStates(
                 TspV1.ChangeIssuerTokenStatesRequest(
                     digitalCardIds: [token], action: .delete, reasonCode: Self.detailsMismatchReason))
-        } catch let error as RPCError
-            where ![.unavailable, .deadlineExceeded, .resourceExhausted, .aborted, .internal, .unknown].contains(
-                error.code)
-        {
-            log.warning(
-                "the TSP refused to delete a stand-in token made from card details the issuer does not have",
-                ["digital_card_id": token, "mismatch": mismatch, "error": error.description])
+        } catch let error as RPCError where !Self.passingFailures.contains(error.code) {
+            refusedDeletion(token, mismatch, error.description, log: log)
             return
         }
-        let result = answer.results.first { $0.digitalCardID == token }
-        if let result, result.statusCode != 0 {
-            log.warning(
-                "the TSP refused to delete a stand-in token made from card details the issuer does not have",
-                ["digital_card_id": token, "mismatch": mismatch, "status": "\(result.statusCode)"])
+        if let result = answer.results.first(where: { $0.digitalCardID == token }), result.statusCode != 0 {
+            refusedDeletion(token, mismatch, "status \(result.statusCode): \(result.message)", log: log)
             return
         }
         noteDeleted([token], log: log)

@@ -62,12 +62,11 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
         let (eligible, reason) = evaluate(card, stored: stored, renewed: renewed, input: request.inputMethod)
         if let stored, eligible {
-            // A suspension held in this wallet first; then a card typed in (or scanned, or on file) without its
-            // code. A card the issuer's own app pushed (BANK_APP) comes from the issuer, which needs no code from it.
+            // A suspension held in this wallet first; then a card typed in (or scanned, or on file) without its code.
             let hold: DigitizationPolicy.ApprovalHold? =
                 if request.heldSuspension != nil {
                     .heldSuspension
-                } else if (card.cvv2 ?? "").isEmpty, request.inputMethod != .bankApp {
+                } else if card.lacksSecurityCode(enteredBy: request.inputMethod) {
                     .noSecurityCode
                 } else {
                     nil

@@ -217,7 +217,7 @@ extension TSPService {
         // The issuer alone may judge a card whose suspension stands: a stand-in approval would lift it. Nor does the
         // stand-in approve a card typed in without its security code, which the issuer steps up: with the issuer
         // away, a card number and expiry alone (a leaked list) would get a live token.
-        let withoutCode = (pending.receipt.card.cvv2 ?? "").isEmpty && pending.receipt.inputMethod != .bankApp
+        let withoutCode = pending.receipt.card.lacksSecurityCode(enteredBy: pending.receipt.inputMethod)
         let standIn =
             held.map { .decline(reason: "\(issuerOutcome) and \($0.summary) (stand-in declined)") }
             ?? (withoutCode
