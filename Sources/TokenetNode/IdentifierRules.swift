@@ -1,3 +1,5 @@
+import Foundation
+
 /// What an identifier or a short name given by another party or an operator may hold, where it is stored and then
 /// shown in full in listings, answers and log lines: no control character (a line break forges a log line), no
 /// format character (U+202E turns the rest of a line around, a zero-width space makes two ids look alike), no line
@@ -29,6 +31,16 @@ public enum IdentifierRules {
             return "free of card numbers: it is shown in full in listings and logs, where a card number must not be"
         }
         return nil
+    }
+
+    /// A new random identifier, a lowercased UUID, that `holdsCardNumber` does not refuse: the digits of a UUID's hex,
+    /// joined by its hyphens, read as a card number now and then, and a party that sent one as a request id would
+    /// be refused for it (or, where ids are not checked, have it masked in every log line).
+    public static func newID() -> String {
+        while true {
+            let id = UUID().uuidString.lowercased()
+            if !holdsCardNumber(identifier: id) { return id }
+        }
     }
 
     /// Whether an identifier someone chose holds what reads as a card number: as `maskPAN` finds one, without the

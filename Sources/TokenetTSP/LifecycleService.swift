@@ -174,6 +174,12 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                     .invalidArgument,
                     "request_id has \(request.requestID.utf8.count) bytes; at most \(Self.maxRequestIDLength) are kept")
             }
+            // Kept with the batch: an id that holds a card number would keep it in clear.
+            guard !IdentifierRules.holdsCardNumber(identifier: request.requestID) else {
+                throw TSPError(
+                    .invalidArgument,
+                    "request_id must be free of card numbers: it is kept with the batch; choose another (a UUID, say)")
+            }
             let batchID = UUID().uuidString.lowercased()
             let body = TspV1.ReplenishmentBody(
                 keysIssued: Self.keysPerBatch, keysRemainingBefore: request.keysRemaining)

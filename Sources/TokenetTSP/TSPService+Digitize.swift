@@ -16,6 +16,11 @@ extension TSPService {
         guard !request.requestID.isEmpty else {
             throw TSPError(.invalidArgument, "request_id is required: it makes retries safe")
         }
+        // Kept with the token, forwarded to the issuer and shown in listings: an id that holds a card number would
+        // put it there in clear.
+        if let problem = IdentifierRules.problem(request.requestID) {
+            throw TSPError(.invalidArgument, "request_id must be \(problem); choose another (a UUID, say)")
+        }
         guard !request.eligibilityReceipt.isEmpty else {
             throw TSPError(.invalidArgument, "eligibility_receipt is required: call CheckEligibility first")
         }

@@ -30,7 +30,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     public init(
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, selection: WalletSelection,
         logger: Logger, clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
-        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        newID: @escaping @Sendable () -> String = IdentifierRules.newID,
         events: WalletEventHub = WalletEventHub(), issuerless: IssuerlessCardSignal? = nil
     ) {
         self.events = events

@@ -66,7 +66,7 @@ public enum WalletNode {
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, selection: WalletSelection,
         logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = nowMs,
-        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        newID: @escaping @Sendable () -> String = IdentifierRules.newID,
         events: WalletEventHub = WalletEventHub(), issuer: (any RPCCaller)? = nil,
         notifications: ((any NotificationHandler) -> Void)? = nil, keysAtActivation background: NodeOutgoing? = nil
     ) -> RPCRouter {

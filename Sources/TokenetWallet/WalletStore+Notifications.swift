@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetStorage
 import TokenetWire
 
@@ -126,7 +127,7 @@ extension WalletStore {
                 {
                     return try row.text(0)
                 }
-                let id = UUID().uuidString.lowercased()
+                let id = IdentifierRules.newID()
                 _ = try tx.execute(
                     """
                     INSERT INTO payment_keys (card_id, remaining, batches, pending_request_id) VALUES (?, 0, 0, ?)

@@ -249,8 +249,9 @@ import TokenetWire
     }
 
     /// A Digitize without its wallet account or device is told which field is missing, where it was refused as a
-    /// receipt for "another" account or device; a request id replayed with another device is refused as the first
-    /// request with it would have been, where it was answered with the first device's token.
+    /// receipt for "another" account or device; a request id holding a card number is refused; a request id
+    /// replayed with another device is refused as the first request with it would have been, where it was answered
+    /// with the first device's token.
     @Test func theAccountAndDeviceAreRequiredAndCheckedOnAReplay() async throws {
         let tsp = try TSPHarness.make()
         let eligibility = try await tsp.eligibleVisa()
@@ -259,6 +260,14 @@ import TokenetWire
         }
         await expectRPCError(.invalidArgument, "device.device_id is required") {
             try await tsp.digitize(eligibility, device: CardV1.DeviceInfo())
+        }
+        // Kept with the token and forwarded to the issuer in clear: an id that holds a card number, or one of no
+        // bounded length, is refused before anything is stored.
+        await expectRPCError(.invalidArgument, "request_id must be free of card numbers") {
+            try await tsp.digitize(eligibility, requestID: "req-4111-1111-1111-1111")
+        }
+        await expectRPCError(.invalidArgument, "request_id must be 1 to 64 characters") {
+            try await tsp.digitize(eligibility, requestID: String(repeating: "r", count: 65))
         }
         let token = try await tsp.digitize(eligibility, requestID: "replayed-1")
         let otherDevice = CardV1.DeviceInfo(deviceID: "device-9", deviceType: "PHONE")

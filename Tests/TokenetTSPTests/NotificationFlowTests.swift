@@ -310,6 +310,10 @@ import TokenetWire
             try await wallet.replenishPaymentKeys(
                 .init(digitalCardID: id, keysRemaining: 0, requestID: String(repeating: "r", count: 65)))
         }
+        await expectRPCError(.invalidArgument, "request_id must be free of card numbers") {
+            try await wallet.replenishPaymentKeys(
+                .init(digitalCardID: id, keysRemaining: 0, requestID: "key-4111-1111-1111-1111"))
+        }
         // A token no longer ACTIVE gets no new batch; a request asked again is answered with the batch it was
         // issued, so a wallet whose answer was lost while the token was suspended learns what it holds.
         _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))

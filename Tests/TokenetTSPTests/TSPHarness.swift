@@ -137,7 +137,7 @@ struct TSPHarness {
     ) async throws -> TspV1.CheckEligibilityResponse {
         try await wallet.checkEligibility(
             TspV1.CheckEligibilityRequest(
-                requestID: UUID().uuidString,
+                requestID: IdentifierRules.newID(),
                 eligibilityData: TspV1.EligibilityData(language: language, inputMethod: .manual),
                 walletAccountID: account, device: device, instrument: instrument))
     }
@@ -153,7 +153,7 @@ struct TSPHarness {
     static let highRisk = CardV1.WalletRiskData(accountScore: 4, deviceScore: 2, recommendation: .approve)
 
     func digitize(
-        _ eligibility: TspV1.CheckEligibilityResponse, requestID: String = UUID().uuidString,
+        _ eligibility: TspV1.CheckEligibilityResponse, requestID: String = IdentifierRules.newID(),
         account: String = TSPHarness.account, device: CardV1.DeviceInfo = TSPHarness.device,
         acceptTerms: Bool = true, risk: CardV1.WalletRiskData? = TSPHarness.lowRisk
     ) async throws -> TspV1.DigitizeResponse {

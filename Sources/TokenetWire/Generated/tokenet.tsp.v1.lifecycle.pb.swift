@@ -223,7 +223,7 @@ extension TspV1 {
 
         /// The wallet's id for this request, kept until it has recorded the batch: asked again with the same id (its answer
         /// was lost, or the wallet stopped before recording it), the TSP answers with the batch it issued for it, not a new
-        /// one. Empty: every request gets a new batch.
+        /// one. Empty: every request gets a new batch. At most 64 bytes, holding no card number (INVALID_ARGUMENT otherwise).
         public var requestID: String = ""
 
         public init() {}

@@ -154,7 +154,7 @@ struct  Tokenet__Tsp__V1__ReplenishPaymentKeysRequest
   /*
    * The wallet's id for this request, kept until it has recorded the batch: asked again with the same id (its answer
    * was lost, or the wallet stopped before recording it), the TSP answers with the batch it issued for it, not a new
-   * one. Empty: every request gets a new batch.
+   * one. Empty: every request gets a new batch. At most 64 bytes, holding no card number (INVALID_ARGUMENT otherwise).
    */
   char *request_id;
 };

@@ -209,7 +209,8 @@ struct  Tokenet__Tsp__V1__DigitizeRequest
   /*
    * Idempotency key: a retry with the same id returns the same result and never creates a second token. Each wallet
    * node's ids are its own (the node id of its certificate): another wallet node's request with the same id is another
-   * request.
+   * request. 1 to 64 characters without spaces, control or format characters, and holding no card number: it is kept
+   * with the token and forwarded to the issuer (INVALID_ARGUMENT otherwise).
    */
   char *request_id;
   char *eligibility_receipt;
