@@ -341,36 +341,44 @@ extension IssuerCardCareService {
         .unavailable, .deadlineExceeded, .resourceExhausted, .aborted, .internal, .unknown,
     ]
 
-    private func refusedDeletion(_ token: String, _ mismatch: String, _ why: String, log: Logger) {
+    private func refusedDeletion(
+        _ token: String, _ refusal: IssuerDecisionsService.StandInRefusal, _ why: String, log: Logger
+    ) {
         log.warning(
-            "the TSP refused to delete a stand-in token made from card details the issuer does not have",
-            ["digital_card_id": token, "mismatch": mismatch, "error": why])
+            "the TSP refused to delete a stand-in token the issuer would not have approved",
+            ["digital_card_id": token, "reason": refusal.reasonCode, "why": refusal.why, "error": why])
     }
 
-    /// The reason code a stand-in token made from card details the issuer does not have is deleted with.
+    /// The reason code a stand-in token made from card details the issuer does not have (a number, an expiry or a
+    /// security code) is deleted with.
     static let detailsMismatchReason = "CARD_DETAILS_MISMATCH"
+    /// The reason code a stand-in token of a card the issuer declines (not eligible, or its rule declines) is
+    /// deleted with.
+    static let issuerDeclinedReason = "ISSUER_DECLINED"
 
-    /// Deletes at the TSP a token its stand-in approved from card details that are not the card's (`mismatch` says
-    /// which), as the issuer would have declined them. Throws when the TSP cannot be asked now, so that the advice
-    /// comes again; a refusal (the token deleted meanwhile) is logged.
-    func deleteStandInToken(_ token: String, because mismatch: String, log: Logger) async throws {
+    /// Deletes at the TSP a token its stand-in approved that the issuer would not have (`refusal` says why).
+    /// Throws when the TSP cannot be asked now, so that the advice comes again; a refusal (the token deleted
+    /// meanwhile) is logged.
+    func deleteStandInToken(
+        _ token: String, because refusal: IssuerDecisionsService.StandInRefusal, log: Logger
+    ) async throws {
         let client = TspV1.TokenLifecycle.Client(try tspCaller())
         let answer: TspV1.ChangeIssuerTokenStatesResponse
         do {
             answer = try await client.changeIssuerTokenStates(
                 TspV1.ChangeIssuerTokenStatesRequest(
-                    digitalCardIds: [token], action: .delete, reasonCode: Self.detailsMismatchReason))
+                    digitalCardIds: [token], action: .delete, reasonCode: refusal.reasonCode))
         } catch let error as RPCError where !Self.passingFailures.contains(error.code) {
-            refusedDeletion(token, mismatch, error.description, log: log)
+            refusedDeletion(token, refusal, error.description, log: log)
             return
         }
         if let result = answer.results.first(where: { $0.digitalCardID == token }), result.statusCode != 0 {
-            refusedDeletion(token, mismatch, "status \(result.statusCode): \(result.message)", log: log)
+            refusedDeletion(token, refusal, "status \(result.statusCode): \(result.message)", log: log)
             return
         }
         noteDeleted([token], log: log)
         log.warning(
-            "a stand-in token made from card details the issuer does not have was deleted",
-            ["digital_card_id": token, "mismatch": mismatch])
+            "a stand-in token the issuer would not have approved was deleted",
+            ["digital_card_id": token, "reason": refusal.reasonCode, "why": refusal.why])
     }
 }

@@ -19,12 +19,49 @@ extension IssuerDecisionsService {
         var decision: DecisionRecord
         var card: StoredCard?
         var outdated: Bool
-        /// An approval of card details that are neither the card's nor its earlier ones (an expiry it never had, a
-        /// wrong security code: what the stand-in cannot check): the token is deleted at the TSP, not moved onto
-        /// the card, which gave whoever held the card number alone a token of the real card.
-        var mismatch: String?
+        /// An approval the issuer would not have given: the token is deleted at the TSP, not moved onto the card or
+        /// left live.
+        var refusal: StandInRefusal?
         var reason: String
         var decisionName: String
+    }
+
+    /// Why the issuer deletes a token its stand-in approved: the reason code the deletion carries, and what the
+    /// issuer found, for its log.
+    struct StandInRefusal: Sendable, Equatable {
+        var reasonCode: String
+        var why: String
+    }
+
+    /// What the issuer makes of a stand-in approval, as it would have decided the digitization itself (with no
+    /// side effect: nothing is counted toward the card's lock). Card details that are neither the card's nor its
+    /// earlier ones (an expiry it never had, a wrong security code: what the stand-in cannot check), or a number
+    /// the issuer has no card for, are a mismatch: moved onto the card, such a token gave whoever held the card
+    /// number alone a token of the real card, and left live, a token of no card paid. A card that is not eligible,
+    /// or whose rule declines, is declined as the issuer would have. A rule that would have stepped up leaves the
+    /// approval standing: the stand-in approves only low risk, and the cardholder cannot be stepped up afterwards.
+    static func refusal(
+        of card: CardData, stored: StoredCard?, differs: Bool, renewedFrom earlier: StoredCard?, risk: RiskScores
+    ) -> StandInRefusal? {
+        let mismatch = IssuerCardCareService.detailsMismatchReason
+        let declined = IssuerCardCareService.issuerDeclinedReason
+        guard let stored else {
+            return StandInRefusal(reasonCode: mismatch, why: "the issuer has no card ending \(card.last4)")
+        }
+        if differs, (try? card.expiry()) != nil, earlier == nil {
+            return StandInRefusal(
+                reasonCode: mismatch, why: "the expiry date is not one the card ending \(stored.pan.last4) has had")
+        }
+        if !differs, IssuerEligibility.securityCodeMatches(card, stored) == false {
+            return StandInRefusal(reasonCode: mismatch, why: "the security code does not match the issuer's records")
+        }
+        if let reason = stored.notEligibleReason {
+            return StandInRefusal(reasonCode: declined, why: "the card is not eligible: \(reason)")
+        }
+        if case .declined(let reason) = DigitizationPolicy.decide(stored.rule, risk: risk, contact: stored.contact) {
+            return StandInRefusal(reasonCode: declined, why: "the card's rule declines it: \(reason)")
+        }
+        return nil
     }
 
     /// Reads a digitization the TSP's stand-in rule decided for one of this issuer's cards while the issuer could
@@ -90,25 +127,21 @@ extension IssuerDecisionsService {
         let earlier =
             differs && expiry != nil
             ? try store.renewedCard(describedBefore: pan, expiry: expiry, current: current) : nil
-        var mismatch: String?
-        if let stored, advice.decision == .approved {
-            if differs, expiry != nil, earlier == nil {
-                mismatch = "the expiry date is not one the card ending \(stored.pan.last4) has had"
-            } else if !differs, IssuerEligibility.securityCodeMatches(card, stored) == false {
-                mismatch = "the security code does not match the issuer's records"
-            }
-        }
-        let outdated = differs && mismatch == nil
+        let risk = RiskScores(
+            account: Int(advice.risk?.accountScore ?? 0), device: Int(advice.risk?.deviceScore ?? 0))
+        let refusal =
+            advice.decision == .approved
+            ? Self.refusal(of: card, stored: stored, differs: differs, renewedFrom: earlier, risk: risk) : nil
+        let outdated = differs && refusal == nil
         return StandInAdvicePlan(
             decision: DecisionRecord(
                 cardID: stored?.id, last4: card.last4, digitalCardID: digitalCardID, tokenLast4: advice.tokenLast4,
                 walletAccountID: advice.walletAccountID, inputMethod: Int(advice.inputMethod.rawValue),
                 deviceID: advice.device?.deviceID ?? "", deviceType: advice.device?.deviceType ?? "",
-                risk: RiskScores(
-                    account: Int(advice.risk?.accountScore ?? 0), device: Int(advice.risk?.deviceScore ?? 0)),
+                risk: risk,
                 recommendation: Int(advice.risk?.recommendation.rawValue ?? 0), rule: Self.standInRule,
                 outcome: outcome),
-            card: stored, outdated: outdated && advice.decision == .approved, mismatch: mismatch,
+            card: stored, outdated: outdated && advice.decision == .approved, refusal: refusal,
             reason: advice.reason, decisionName: decision)
     }
 

@@ -28,8 +28,8 @@ struct IssuerNodeNotifications: NotificationHandler {
         else { return }
         // Before the record: a TSP that cannot be asked now throws, and the advice comes again with nothing
         // recorded, so the move is tried again.
-        if let mismatch = plan.mismatch {
-            try await cardCare.deleteStandInToken(notification.cardID, because: mismatch, log: logger)
+        if let refusal = plan.refusal {
+            try await cardCare.deleteStandInToken(notification.cardID, because: refusal, log: logger)
         } else if plan.outdated, let card = plan.card {
             try await cardCare.moveStandInToken(notification.cardID, onto: card, log: logger)
         }

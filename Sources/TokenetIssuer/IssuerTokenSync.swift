@@ -178,8 +178,8 @@ struct IssuerTokenSync: Sendable {
             let plan = try decisions.standInAdvicePlan(
                 advice, digitalCardID: digitalCardID, messageID: source, log: logger)
         else { return false }
-        if let mismatch = plan.mismatch {
-            try await cardCare.deleteStandInToken(digitalCardID, because: mismatch, log: logger)
+        if let refusal = plan.refusal {
+            try await cardCare.deleteStandInToken(digitalCardID, because: refusal, log: logger)
         } else if plan.outdated, let card = plan.card {
             try await cardCare.moveStandInToken(digitalCardID, onto: card, log: logger)
         }

@@ -166,7 +166,8 @@ import TokenetWire
     }
 
     /// Advice that cannot be read would read no better delivered again: it is logged and acknowledged (the handler
-    /// returns), not thrown back for redelivery. A card the issuer does not know is recorded without one.
+    /// returns), not thrown back for redelivery. A card the issuer does not know is recorded without one, and its
+    /// approved token deleted: it was left live, and paid, as a token of no card.
     @Test func unreadableAdviceIsLoggedAndDroppedAndAnUnknownCardIsRecordedWithoutOne() async throws {
         try await notifications.handle(try Self.advice("DNISTANDIN3", to: try Support.tspKey()))
         #expect(try !party.store.hasDecision(digitalCardID: "DNISTANDIN3", rule: "stand-in"))
@@ -178,6 +179,35 @@ import TokenetWire
         try await notifications.handle(try Self.advice("DNISTANDIN5", pan: "4761000099999998", expiry: "01/31"))
         #expect(try party.store.hasDecision(digitalCardID: "DNISTANDIN5", rule: "stand-in"))
         #expect(sink.lines.contains { $0.contains("a card the issuer does not know") && $0.contains("last4=9998") })
+        let deleted = tsp.state.withLock { $0.changes.map { ($0.digitalCardIds, $0.action, $0.reasonCode) } }
+        #expect(deleted.count == 1 && deleted.first?.0 == ["DNISTANDIN5"] && deleted.first?.1 == .delete)
+        #expect(deleted.first?.2 == "CARD_DETAILS_MISMATCH")
+        #expect(sink.lines.contains { $0.contains("the issuer has no card ending 9998") })
+    }
+
+    /// A stand-in approval of a card the issuer declines (its rule declines, or it is not eligible) is deleted at
+    /// the TSP as the issuer would have declined it, with reason ISSUER_DECLINED; it stayed live and paid. A card
+    /// whose rule steps up keeps the stand-in's approval (the cardholder cannot be stepped up afterwards), and a
+    /// stand-in decline of a declined card needs nothing.
+    @Test func aStandInApprovalOfACardTheIssuerDeclinesIsDeleted() async throws {
+        try await notifications.handle(
+            try Self.advice("DNIRULEDECLINES1", pan: Cards.mcDecline.1, expiry: Cards.mcDecline.2, messageID: "m-1"))
+        try await notifications.handle(
+            try Self.advice(
+                "DNINOTELIGIBLE1", pan: Cards.visaNotEligible.1, expiry: Cards.visaNotEligible.2, messageID: "m-2"))
+        try await notifications.handle(
+            try Self.advice("DNISTEPSUP1", pan: Cards.visaStepUp.1, expiry: Cards.visaStepUp.2, messageID: "m-3"))
+        try await notifications.handle(
+            try Self.advice(
+                "DNIDECLINED1", pan: Cards.mcDecline.1, expiry: Cards.mcDecline.2, decision: .declined,
+                messageID: "m-4"))
+        let deleted = tsp.state.withLock { $0.changes.map { ($0.digitalCardIds, $0.action, $0.reasonCode) } }
+        #expect(deleted.map(\.0) == [["DNIRULEDECLINES1"], ["DNINOTELIGIBLE1"]], "\(deleted)")
+        #expect(deleted.allSatisfy { $0.1 == .delete && $0.2 == "ISSUER_DECLINED" })
+        #expect(sink.lines.contains { $0.contains("the card's rule declines it") && $0.contains("DNIRULEDECLINES1") })
+        #expect(sink.lines.contains { $0.contains("the card is not eligible") && $0.contains("DNINOTELIGIBLE1") })
+        #expect(try party.store.tokens(ofCard: Cards.mcDecline.0).live.isEmpty)
+        #expect(try party.store.tokens(ofCard: Cards.visaStepUp.0).live == ["DNISTEPSUP1"])
     }
 
     @Test func otherMessagesGoToTheIssuerApp() async throws {
