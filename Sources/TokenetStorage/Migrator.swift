@@ -80,27 +80,55 @@ public struct Migrator: Sendable {
 
     /// The tables the migrations make, found by applying them to an empty in-memory database.
     public func tables() throws -> Set<String> {
+        Set(try schema().keys)
+    }
+
+    /// The tables the migrations make and the columns of each, found by applying them to an empty in-memory
+    /// database.
+    public func schema() throws -> [String: Set<String>] {
         let scratch = try Database.openInMemory()
         defer { try? scratch.close() }
         while try scratch.transaction({ try applyNext($0) }) != nil {}
-        return try Self.tables(of: scratch)
+        return try Self.schema(of: scratch)
     }
 
-    private static func tables(of database: Database) throws -> Set<String> {
+    private static func schema(of database: Database) throws -> [String: Set<String>] {
         let sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) != 'sqlite_'"
-        return Set(try database.query(sql).map { try $0.text(0) })
+        var schema: [String: Set<String>] = [:]
+        for table in try database.query(sql).map({ try $0.text(0) }) {
+            schema[table] = Set(
+                try database.query("SELECT name FROM pragma_table_info(?)", [table]).map { try $0.text(0) })
+        }
+        return schema
     }
 
-    /// Refuses a database without every table its migrations made; tables of its own beside them are its business.
+    /// Refuses a database without every table and column its migrations made (a version recorded for a change that
+    /// is not there: a database altered by hand, or restored in part): started, the node said it was ready and then
+    /// failed its calls with INTERNAL. Tables and columns of its own beside them are its business.
     private func checkTables(of database: Database) throws {
-        let missing = try tables().subtracting(try Self.tables(of: database)).sorted()
-        guard !missing.isEmpty else { return }
-        let named = missing.count == 1 ? "the table \(missing[0])" : "the tables \(missing.joined(separator: ", "))"
+        let expected = try schema()
+        let found = try Self.schema(of: database)
+        let missing = Set(expected.keys).subtracting(found.keys).sorted()
         let file = database.path.map { "the database \($0)" } ?? "the database"
-        throw StorageError(
-            .schema,
-            "\(file) lacks \(named) of its schema (version \(try currentVersion(of: database))): it was altered or "
-                + "damaged; restore it from a backup")
+        let version = try currentVersion(of: database)
+        guard missing.isEmpty else {
+            let named = missing.count == 1 ? "the table \(missing[0])" : "the tables \(missing.joined(separator: ", "))"
+            throw StorageError(
+                .schema,
+                "\(file) lacks \(named) of its schema (version \(version)): it was altered or damaged; restore it "
+                    + "from a backup")
+        }
+        let columns = expected.keys.sorted().flatMap { table in
+            expected[table, default: []].subtracting(found[table, default: []]).sorted().map { "\(table).\($0)" }
+        }
+        guard columns.isEmpty else {
+            let named =
+                columns.count == 1 ? "the column \(columns[0])" : "the columns \(columns.joined(separator: ", "))"
+            throw StorageError(
+                .schema,
+                "\(file) lacks \(named) of its schema (version \(version)): it was altered or damaged; restore it "
+                    + "from a backup")
+        }
     }
 
     /// The database's schema version: the highest recorded migration, 0 for a fresh database.

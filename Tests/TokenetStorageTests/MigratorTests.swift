@@ -261,6 +261,30 @@ import Testing
         #expect(both?.message.contains("lacks the tables cards, tokens of its schema") == true)
     }
 
+    /// A column a recorded migration added that is gone (the version says 5, the column of 5 was dropped) is named
+    /// at the start too: the node said it was ready and then failed its calls with INTERNAL ("no such column"). A
+    /// column of the node's own beside the migrations' is no concern of the check.
+    @Test func aDatabaseWithoutAColumnOfItsSchemaIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("node.sqlite")
+        let migrator = try Migrator(Self.migrations)
+        #expect(try migrator.schema()["cards"] == ["id", "reference", "status"])
+        let database = try Database.open(path: path)
+        try migrator.migrate(database)
+        try database.execute("ALTER TABLE tokens ADD COLUMN own TEXT")
+        #expect(try migrator.migrate(database).isEmpty)
+        try database.execute("ALTER TABLE cards DROP COLUMN status")
+        let error = #expect(throws: StorageError.self) { try migrator.migrate(database) }
+        #expect(error?.code == .schema)
+        #expect(
+            error?.message
+                == "the database \(path) lacks the column cards.status of its schema (version 5): it was altered or "
+                + "damaged; restore it from a backup")
+        try database.execute("ALTER TABLE cards DROP COLUMN reference")
+        let both = #expect(throws: StorageError.self) { try migrator.migrate(database) }
+        #expect(both?.message.contains("lacks the columns cards.reference, cards.status of its schema") == true)
+    }
+
     @Test func migratedSchemaSurvivesReopeningAFile() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("node.sqlite")
