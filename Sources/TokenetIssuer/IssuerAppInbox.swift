@@ -347,7 +347,8 @@ public struct IssuerAppInbox: Sendable, Equatable {
     }
 
     /// What the app did with `notification`, for people: a card state also says why and who changed it, as the
-    /// wallet's inbox does ("SUSPENDED (LOST_CARD by issuer)"), which tells a suspension taken over from another.
+    /// wallet's inbox does ("SUSPENDED (LOST_CARD by issuer)"), and the suspensions that stand beside it ("; held by
+    /// wallet (DEVICE_LOST), issuer (LOST_CARD)").
     static func describe(_ action: Action, _ notification: TspV1.Notification) -> String {
         let text = describe(action)
         guard case .refreshCardState = action, case .cardState(let body)? = notification.body,
@@ -355,7 +356,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
         else { return text }
         let reason = body.reasonCode.isEmpty ? "" : body.reasonCode
         let initiator = body.initiator.isEmpty ? "" : "\(reason.isEmpty ? "" : " ")by \(body.initiator)"
-        return "\(text) (\(reason)\(initiator))"
+        return "\(text) (\(reason)\(initiator)\(body.heldSuspensionsShown))"
     }
 
     /// What the app did, for people.

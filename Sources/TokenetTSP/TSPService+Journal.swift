@@ -43,12 +43,18 @@ extension TSPService {
     static func cardState(
         _ change: TokenStateChange, reason: String, initiator: String, digitizeRequestID: String = ""
     ) -> [Announcement] {
-        // A suspension taken over keeps the state but not its holder: it has a new version, and is told too.
+        // A suspension placed beside another, or lifted while another stands, keeps the state but not its
+        // suspensions: it has a new version, and is told too.
         guard change.before.state != change.after.state || change.before.stateVersion != change.after.stateVersion
         else { return [] }
-        let body = TspV1.CardStateBody(
+        var body = TspV1.CardStateBody(
             tokenState: change.after.state.wire, reasonCode: reason, initiator: initiator,
             digitizeRequestID: digitizeRequestID, stateVersion: change.after.stateVersion)
+        if change.after.state == .suspended {
+            body.suspensions = change.suspensions.map {
+                TspV1.TokenSuspension(party: $0.party.party, reasonCode: $0.reason)
+            }
+        }
         return [
             Announcement(
                 notification: D1.notification(

@@ -108,14 +108,14 @@ extension TSPStore {
         default:
             return nil
         }
+        // The latest suspension of a party above the wallet, among those it holds (or held when deleted).
         guard
             let suspension = try tx.queryOne(
                 """
-                SELECT actor, reason, at_ms, id FROM token_events
-                WHERE digital_card_id = ? AND to_state = ? AND reason NOT LIKE ?
-                ORDER BY id DESC LIMIT 1
-                """, [digitalCardID, TokenLifecycleStateMachine.State.suspended.rawValue, Self.renewalReason + "%"]),
-            SuspensionAuthority(actor: try suspension.text(0)) > .wallet
+                SELECT actor, reason, at_ms, event_id FROM token_suspensions
+                WHERE digital_card_id = ? AND party != 'wallet'
+                ORDER BY event_id DESC LIMIT 1
+                """, [digitalCardID])
         else { return nil }
         let hold = HeldSuspension(
             digitalCardID: digitalCardID, suspendedBy: try suspension.text(0), reason: try suspension.text(1),

@@ -5,10 +5,12 @@ import TokenetRPC
 import TokenetStorage
 import TokenetWire
 
-/// A token's state change as stored: the token before and after.
+/// A token's state change as stored: the token before and after, and the suspensions it holds after.
 struct TokenStateChange: Sendable, Equatable {
     var before: TokenRecord
     var after: TokenRecord
+    /// Each party's suspension the token holds after the change (`SuspensionAuthority`); empty unless SUSPENDED.
+    var suspensions: [SuspensionAuthority.Held] = []
 }
 
 extension TSPStore {
@@ -42,26 +44,39 @@ extension TSPStore {
                 else { throw TSPError.unknownToken(digitalCardID) }
                 try authorize(before)
                 let actor = actorOf(before)
-                if before.state == .suspended, event == .resume || event == .suspend,
-                    let suspension = try lastSuspension(tx, of: digitalCardID)
-                {
+                if before.state == .suspended, event == .resume || event == .suspend {
+                    let party = SuspensionAuthority(actor: actor)
                     let decision = SuspensionAuthority.decide(
-                        resuming: event == .resume, by: SuspensionAuthority(actor: actor),
-                        heldBy: SuspensionAuthority(actor: suspension.actor), reason: suspension.reason,
+                        resuming: event == .resume, by: party, held: try suspensions(tx, of: digitalCardID),
                         token: digitalCardID)
                     switch decision {
                     case .proceed: break
                     case .refuse(let message): throw TSPError(.failedPrecondition, message)
-                    case .takeOver:
-                        // A new state version, so that the wallet and the issuer app hear who holds the suspension
-                        // now and why (`TSPService.cardState`): told nothing, their inboxes kept the old holder and
-                        // reason, and a cardholder was offered a resume the TSP refuses.
+                    case .add, .lift:
+                        // A new state version, so that the wallet and the issuer app hear who holds the token's
+                        // suspensions now (`TSPService.cardState`): told nothing, their inboxes kept the old ones,
+                        // and a cardholder was offered a resume the TSP refuses.
+                        var recorded = reason
+                        if case .lift(let remaining) = decision {
+                            let stands = remaining.count == 1 ? "stands" : "stand"
+                            recorded =
+                                "\(reason); lifts \(party.name)'s suspension, "
+                                + "\(SuspensionAuthority.listed(remaining.map { "\($0.party.name)'s" })) \(stands)"
+                        }
                         try setState(
-                            tx, token: digitalCardID, from: .suspended, to: .suspended, actor: actor, reason: reason,
-                            traceID: traceID, nowMs: nowMs)
+                            tx, token: digitalCardID, from: .suspended, to: .suspended, actor: actor,
+                            reason: recorded, traceID: traceID, nowMs: nowMs)
+                        if case .add = decision {
+                            try placeSuspension(
+                                tx, of: digitalCardID, actor: actor, reason: reason, nowMs: nowMs,
+                                eventID: tx.lastInsertRowID)
+                        } else {
+                            try liftSuspensions(tx, of: digitalCardID, party: party)
+                        }
                         var after = before
                         after.stateVersion += 1
-                        return TokenStateChange(before: before, after: after)
+                        return TokenStateChange(
+                            before: before, after: after, suspensions: try suspensions(tx, of: digitalCardID))
                     }
                 }
                 var machine = TokenLifecycleStateMachine(state: before.state)
@@ -79,22 +94,21 @@ extension TSPStore {
                     try setState(
                         tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
                         nowMs: nowMs)
-                    return TokenStateChange(before: before, after: after)
+                    switch to {
+                    case .suspended:
+                        try placeSuspension(
+                            tx, of: digitalCardID, actor: actor, reason: reason, nowMs: nowMs,
+                            eventID: tx.lastInsertRowID)
+                    case .active:
+                        try liftSuspensions(tx, of: digitalCardID)
+                    default:
+                        // A token deleted while SUSPENDED keeps its suspensions, which `HeldSuspension` reads.
+                        break
+                    }
+                    return TokenStateChange(
+                        before: before, after: after, suspensions: try suspensions(tx, of: digitalCardID))
                 }
             }, announce: announce)
-    }
-
-    /// Who moved the token to SUSPENDED last, and why (see `SuspensionAuthority`); nil when it never was. A
-    /// renewal's event keeps a suspended token SUSPENDED with the issuer as its actor, but suspends nothing: read as
-    /// a suspension it let the issuer lift the TSP's and kept the wallet from lifting its own. Its reason cannot be
-    /// a caller's, as reason codes are upper-case words (`LifecycleService.reason`).
-    func lastSuspension(_ tx: Transaction, of digitalCardID: String) throws -> (actor: String, reason: String)? {
-        try tx.queryOne(
-            """
-            SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ? AND reason NOT LIKE ?
-            ORDER BY id DESC LIMIT 1
-            """, [digitalCardID, TokenLifecycleStateMachine.State.suspended.rawValue, Self.renewalReason + "%"]
-        ).map { (try $0.text(0), try $0.text(1)) }
     }
 
     /// How a renewal's event in a token's history begins.

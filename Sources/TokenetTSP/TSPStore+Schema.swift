@@ -375,5 +375,41 @@ extension TSPStore {
                 CREATE INDEX digitize_requests_token ON digitize_requests(digital_card_id);
                 CREATE INDEX digitize_requests_receipt ON digitize_requests(receipt);
                 """),
+        // Each party's suspension of a token (`SuspensionAuthority`): several may stand at once, and each is lifted
+        // by its own party. Kept after a token's deletion, for `HeldSuspension`. Filled from the history: a token
+        // SUSPENDED, or deleted while SUSPENDED, holds the suspension its last move to SUSPENDED placed (a
+        // renewal's event suspends nothing), as the single holder of the rules before.
+        Migration(
+            version: 27, name: "token_suspensions",
+            sql: """
+                CREATE TABLE token_suspensions (
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    party TEXT NOT NULL CHECK (party IN ('wallet', 'issuer', 'tsp')),
+                    actor TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    at_ms INTEGER NOT NULL,
+                    event_id INTEGER NOT NULL,
+                    PRIMARY KEY (digital_card_id, party)
+                );
+                INSERT INTO token_suspensions (digital_card_id, party, actor, reason, at_ms, event_id)
+                SELECT e.digital_card_id,
+                    CASE
+                        WHEN e.actor = 'wallet' OR e.actor LIKE 'wallet:%' THEN 'wallet'
+                        WHEN e.actor = 'issuer' OR e.actor LIKE 'issuer:%' OR e.actor = 'issuer-app'
+                            OR e.actor LIKE 'issuer-app:%' THEN 'issuer'
+                        ELSE 'tsp'
+                    END,
+                    e.actor, e.reason, e.at_ms, e.id
+                FROM token_events e
+                WHERE e.id IN (
+                    SELECT MAX(s.id) FROM token_events s JOIN tokens t ON t.digital_card_id = s.digital_card_id
+                    WHERE s.to_state = 'SUSPENDED' AND s.reason NOT LIKE 'card renewed; %'
+                        AND (t.state = 'SUSPENDED'
+                            OR (t.state = 'DEACTIVATED' AND (
+                                SELECT d.from_state FROM token_events d
+                                WHERE d.digital_card_id = t.digital_card_id AND d.to_state = 'DEACTIVATED'
+                                ORDER BY d.id DESC LIMIT 1) = 'SUSPENDED'))
+                    GROUP BY s.digital_card_id);
+                """),
     ]
 }

@@ -72,12 +72,29 @@ struct NotificationChoreography: DemoChoreography {
     private func suspendAndResume(_ id: String, _ cardRef: String, _ nodes: Nodes, _ report: (String) -> Void)
         throws(CLIError)
     {
-        report("A suspend by the cardholder in the wallet, a resume by the issuer (CPS CARD_STATE)")
+        report(
+            "Suspensions by the cardholder in the wallet and by the issuer, each lifted by its own party (CPS "
+                + "CARD_STATE)")
         _ = try nodes.call(.wallet, "wallet suspend \(cardRef) --reason USER_REQUEST", report) { client, options in
             try await WalletV1.WalletLifecycle.Client(client).changeCardState(
                 .init(cardRef: cardRef, action: .suspend, reasonCode: "USER_REQUEST"), options: options)
         }
         try seenEverywhere(id, cardRef, state: .suspended, nodes, report)
+        let held = try nodes.call(.issuer, "issuer suspend-tokens \(id) --reason LOST_CARD", report) {
+            client, options in
+            try await IssuerV1.IssuerCardCare.Client(client).changeTokenStates(
+                .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"), options: options)
+        }
+        report(indent(PartyText.tokenResults(held.results)))
+        try expect(held.results.first?.statusCode == 0, "the TSP to add the issuer's suspension")
+        // The cardholder lifts their own suspension; the issuer's keeps the token SUSPENDED.
+        let lifted = try nodes.call(.wallet, "wallet resume \(cardRef) --reason USER_REQUEST", report) {
+            client, options in
+            try await WalletV1.WalletLifecycle.Client(client).changeCardState(
+                .init(cardRef: cardRef, action: .resume, reasonCode: "USER_REQUEST"), options: options)
+        }
+        report("    wallet: \(cardRef) is \(PartyText.state(lifted.card?.state ?? .unspecified))")
+        try expect(lifted.card?.state == .suspended, "the token to stay SUSPENDED under the issuer's suspension")
         let resumed = try nodes.call(.issuer, "issuer resume-tokens \(id) --reason CARD_FOUND", report) {
             client, options in
             try await IssuerV1.IssuerCardCare.Client(client).changeTokenStates(

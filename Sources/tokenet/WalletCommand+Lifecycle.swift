@@ -185,7 +185,7 @@ extension PartyText {
     static func content(_ notification: TspV1.Notification) -> String {
         switch notification.body {
         case .cardState(let body)?:
-            return "\(state(body.tokenState)) (\(body.reasonCode) by \(body.initiator))"
+            return "\(state(body.tokenState)) (\(body.reasonCode) by \(body.initiator)\(body.heldSuspensionsShown))"
         case .replenishment(let body)?:
             // The TSP's push (`tsp request-keys`) carries no batch: it asks the wallet to fetch one.
             guard body.keysIssued > 0 else { return "the TSP asks for a new batch of payment keys" }

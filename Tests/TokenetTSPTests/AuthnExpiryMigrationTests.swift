@@ -91,7 +91,7 @@ import TokenetStorage
         }
 
         let applied = try Migrator(TSPStore.migrations).migrate(database)
-        #expect(applied.map(\.version) == [26])
+        #expect(applied.map(\.version) == [26, 27])
         let copied = try database.query(
             "SELECT wallet_node_id, request_id, receipt, digital_card_id, status, response FROM digitize_requests "
                 + "ORDER BY request_id")

@@ -79,6 +79,23 @@ import TokenetWire
         #expect(try Self.lastHeld(tsp) == nil)
     }
 
+    /// The issuer's suspension still holds when the wallet's own came after it: the wallet's, the latest move to
+    /// SUSPENDED, stands beside the issuer's, and deleting the token then must not lift the issuer's.
+    @Test func theIssuersSuspensionHoldsBesideTheWalletsLaterOne() async throws {
+        let tsp = try TSPHarness.make()
+        let first = try await LifecycleTests.activeToken(tsp)
+        try await Self.suspendByIssuer(tsp, first, "LOST_CARD")
+        let wallet = LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1)
+        let placed = try await wallet.changeTokenState(LifecycleTests.change(first, .suspend, "DEVICE_LOST"))
+        #expect(placed.tokenState == .suspended)
+        try await Self.delete(tsp, first)
+        tsp.issuer.set(.decline("not now"))
+        _ = try await Self.addAgain(tsp)
+        let held = try #require(try Self.lastHeld(tsp))
+        #expect(held.digitalCardID == first && held.suspendedBy == "issuer:bank-a" && held.reason == "LOST_CARD")
+        #expect(held.deleted)
+    }
+
     /// The TSP's suspension of the card's token on another device of the account, still SUSPENDED, is told too.
     @Test func aSuspendedTokenOnAnotherDeviceOfTheAccountIsToldWhileItIsSuspended() async throws {
         let tsp = try TSPHarness.make()

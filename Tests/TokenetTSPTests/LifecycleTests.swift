@@ -59,7 +59,10 @@ import TokenetWire
             #expect(
                 message.body
                     == .cardState(
-                        .init(tokenState: state, reasonCode: "USER_REQUEST", initiator: "wallet", stateVersion: version)
+                        .init(
+                            tokenState: state, reasonCode: "USER_REQUEST", initiator: "wallet", stateVersion: version,
+                            suspensions: state == .suspended ? [.init(party: "wallet", reasonCode: "USER_REQUEST")] : []
+                        )
                     ))
         }
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
@@ -140,7 +143,9 @@ import TokenetWire
         #expect(
             publish.notification.body
                 == .cardState(
-                    .init(tokenState: .suspended, reasonCode: "FRAUD_SUSPECTED", initiator: "tsp", stateVersion: 3)))
+                    .init(
+                        tokenState: .suspended, reasonCode: "FRAUD_SUSPECTED", initiator: "tsp", stateVersion: 3,
+                        suspensions: [.init(party: "tsp", reasonCode: "FRAUD_SUSPECTED")])))
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
         #expect(history.events.last?.actor == "tsp")
     }
@@ -167,19 +172,21 @@ import TokenetWire
             .init(digitalCardIds: [visa, mastercard, unknown], action: .suspend, reasonCode: "LOST_CARD"))
         #expect(response.results.map(\.digitalCardID) == [visa, mastercard, unknown])
         #expect(response.results.map(\.tokenState) == [.suspended, .suspended, .unspecified])
-        // The token the wallet had suspended is now held suspended by the issuer (see SuspensionAuthorityTests).
+        // The token the wallet had suspended now holds the issuer's suspension beside it (see
+        // SuspensionAuthorityTests).
         #expect(response.results.map(\.statusCode) == [0, 0, StatusCode.notFound.rawValue])
         let issuerPublishes = tsp.published.of("CARD_STATE").filter {
             if case .cardState(let body) = $0.notification.body { return body.initiator == "issuer" }
             return false
         }
-        // The taken-over suspension is told too (its holder and reason changed; see SuspensionAuthorityTests).
+        // The suspension placed beside the wallet's is told too (see SuspensionAuthorityTests).
         #expect(issuerPublishes.map(\.notification.cardID) == [visa, mastercard])
 
         let resumed = try await issuer.changeIssuerTokenStates(
             .init(digitalCardIds: [visa, mastercard], action: .resume, reasonCode: "CARD_FOUND"))
         #expect(resumed.results.map(\.statusCode) == [0, 0])
-        #expect(resumed.results.map(\.tokenState) == [.active, .active])
+        // The issuer lifts its own suspensions; the wallet's keeps its token SUSPENDED.
+        #expect(resumed.results.map(\.tokenState) == [.active, .suspended])
         // Each result names its token's state version, as the token's CARD_STATE does; an unknown token none.
         for result in resumed.results {
             let published = tsp.published.of("CARD_STATE").last { $0.notification.cardID == result.digitalCardID }

@@ -50,7 +50,9 @@ import TokenetWire
         #expect(
             entry.notification.body
                 == .cardState(
-                    .init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp", stateVersion: 2)))
+                    .init(
+                        tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp", stateVersion: 2,
+                        suspensions: [.init(party: "tsp", reasonCode: "LOST_CARD")])))
         #expect(try NotificationStore(database: store.database).journaled() == [entry])
 
         // A change whose notifications cannot be journaled is not committed either.
@@ -117,7 +119,9 @@ import TokenetWire
         #expect(
             received.body
                 == .cardState(
-                    .init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp", stateVersion: 3)))
+                    .init(
+                        tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp", stateVersion: 3,
+                        suspensions: [.init(party: "tsp", reasonCode: "LOST_CARD")])))
         let issuer = client(.issuer, "issuer-1")
         try #require(try await issuer.queueStatus(TspV1.QueueStatusRequest()).pending == 1)
         var issuerStream = try await issuer.subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()

@@ -17,9 +17,9 @@ import TokenetWire
         let tspOperator = LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1)
 
         _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
-        let resumed = try await issuer.changeIssuerTokenStates(
-            .init(digitalCardIds: [id], action: .resume, reasonCode: "CARD_FOUND"))
-        #expect(resumed.results.map(\.statusCode) == [0])
+        let suspended = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(suspended.results.map(\.statusCode) == [0])
         let renewed = try await NotificationFlowTests.updates(tsp, as: LifecycleTests.issuer1).renewCard(
             .init(
                 digitalCardIds: [id],

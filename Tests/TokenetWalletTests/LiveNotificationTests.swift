@@ -107,6 +107,14 @@ import TokenetTestSupport
         let history = try await tokenet(["tsp", "history", tsp.listen, id])
         #expect(history.stdout.contains("USER_REQUEST"), "\(history.stdout)")
 
+        // The issuer suspends it too (a lost card): each suspension is its own party's to lift, so the cardholder's
+        // resume leaves the token SUSPENDED under the issuer's.
+        let held = try await tokenet(["issuer", "suspend-tokens", issuer.listen, id, "--reason", "LOST_CARD"])
+        #expect(held.status == 0 && held.stdout.contains("OK"), "\(held.stdout)\(held.stderr)")
+        let lifted = try await tokenet(["wallet", "resume", wallet.listen, "card-1", "--reason", "USER_REQUEST"])
+        #expect(lifted.stdout.contains("is now SUSPENDED"), "\(lifted.stdout)\(lifted.stderr)")
+        try await seenByEveryParty(id, state: "TOKEN_STATE_SUSPENDED")
+
         // The issuer resumes it (a found card): the wallet hears it from the TSP only.
         let resumed = try await tokenet(["issuer", "resume-tokens", issuer.listen, id, "--reason", "CARD_FOUND"])
         #expect(resumed.status == 0 && resumed.stdout.contains("OK"), "\(resumed.stdout)\(resumed.stderr)")

@@ -556,6 +556,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_summary(void) {
     return &tokenet__tsp__v1__token_summary__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_suspension(void) {
+    return &tokenet__tsp__v1__token_suspension__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__transaction_body(void) {
     return &tokenet__tsp__v1__transaction_body__descriptor;
 }

@@ -142,6 +142,51 @@ void   tokenet__tsp__v1__card_state_body__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__card_state_body__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__token_suspension__init
+                     (Tokenet__Tsp__V1__TokenSuspension         *message)
+{
+  static const Tokenet__Tsp__V1__TokenSuspension init_value = TOKENET__TSP__V1__TOKEN_SUSPENSION__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__token_suspension__get_packed_size
+                     (const Tokenet__Tsp__V1__TokenSuspension *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__token_suspension__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__token_suspension__pack
+                     (const Tokenet__Tsp__V1__TokenSuspension *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__token_suspension__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__token_suspension__pack_to_buffer
+                     (const Tokenet__Tsp__V1__TokenSuspension *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__token_suspension__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__TokenSuspension *
+       tokenet__tsp__v1__token_suspension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__TokenSuspension *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__token_suspension__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__token_suspension__free_unpacked
+                     (Tokenet__Tsp__V1__TokenSuspension *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__token_suspension__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__tsp__v1__replenishment_body__init
                      (Tokenet__Tsp__V1__ReplenishmentBody         *message)
 {
@@ -994,7 +1039,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__notification__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_descriptors[5] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_descriptors[6] =
 {
   {
     "token_state",
@@ -1056,18 +1101,31 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "suspensions",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__CardStateBody, n_suspensions),
+    offsetof(Tokenet__Tsp__V1__CardStateBody, suspensions),
+    &tokenet__tsp__v1__token_suspension__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__card_state_body__field_indices_by_name[] = {
   3,   /* field[3] = digitize_request_id */
   2,   /* field[2] = initiator */
   1,   /* field[1] = reason_code */
   4,   /* field[4] = state_version */
+  5,   /* field[5] = suspensions */
   0,   /* field[0] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__card_state_body__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__card_state_body__descriptor =
 {
@@ -1077,11 +1135,62 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__card_state_body__descriptor =
   "Tokenet__Tsp__V1__CardStateBody",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__CardStateBody),
-  5,
+  6,
   tokenet__tsp__v1__card_state_body__field_descriptors,
   tokenet__tsp__v1__card_state_body__field_indices_by_name,
   1,  tokenet__tsp__v1__card_state_body__number_ranges,
   (ProtobufCMessageInit) tokenet__tsp__v1__card_state_body__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_suspension__field_descriptors[2] =
+{
+  {
+    "party",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenSuspension, party),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenSuspension, reason_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__token_suspension__field_indices_by_name[] = {
+  0,   /* field[0] = party */
+  1,   /* field[1] = reason_code */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__token_suspension__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__token_suspension__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.TokenSuspension",
+  "TokenSuspension",
+  "Tokenet__Tsp__V1__TokenSuspension",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__TokenSuspension),
+  2,
+  tokenet__tsp__v1__token_suspension__field_descriptors,
+  tokenet__tsp__v1__token_suspension__field_indices_by_name,
+  1,  tokenet__tsp__v1__token_suspension__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__token_suspension__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__replenishment_body__field_descriptors[2] =

@@ -207,6 +207,7 @@ public enum ProtoRegistry {
         TspV1.TokenHistoryResponse.self,
         TspV1.TokenStateResult.self,
         TspV1.TokenSummary.self,
+        TspV1.TokenSuspension.self,
         TspV1.TransactionBody.self,
         TspV1.TspTransaction.self,
         TspV1.UnlockCredentialsRequest.self,

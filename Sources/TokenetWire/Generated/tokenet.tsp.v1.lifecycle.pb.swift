@@ -1276,13 +1276,15 @@ extension TspV1 {
         /// the broker fail, the change stands and the TSP logs the failure); a refused call changes and publishes nothing.
         /// Refusals: INVALID_ARGUMENT (no digital_card_id, no action, a reason_code missing or not 1-64 characters of A-Z, 0-9
         /// and _), NOT_FOUND (no such token), PERMISSION_DENIED (a wallet's call on a token digitized through another wallet),
-        /// FAILED_PRECONDITION (an action the token's state does not allow: suspending a SUSPENDED token, resuming an ACTIVE
-        /// one, suspending or resuming a DEACTIVATED one). Deleting a DEACTIVATED token answers OK again, with both states
-        /// DEACTIVATED and nothing published: a caller whose answer to its delete was lost can repeat it. A suspension
-        /// stands until the party that made it, or one above it, lifts it (wallet, then issuer, then TSP): resuming a token
-        /// a higher party suspended is FAILED_PRECONDITION, and suspending a SUSPENDED token is refused too, except by a
-        /// party above its suspender, which takes the suspension over: the state stays SUSPENDED, the history records the
-        /// change, and a CARD_STATE SUSPENDED with the new reason and initiator and a new state_version is published.
+        /// FAILED_PRECONDITION (an action the token's state does not allow: resuming an ACTIVE token, suspending or
+        /// resuming a DEACTIVATED one). Deleting a DEACTIVATED token answers OK again, with both states DEACTIVATED and
+        /// nothing published: a caller whose answer to its delete was lost can repeat it. Each party (wallet, issuer, TSP)
+        /// holds its own suspension, several at once, and lifts only its own; the token is ACTIVE again once none is left.
+        /// Suspending a token SUSPENDED by another party places the caller's suspension beside it, and resuming one while
+        /// another party's stands lifts the caller's: either way the state stays SUSPENDED, the history records the change,
+        /// and a CARD_STATE SUSPENDED listing the suspensions that stand, with a new state_version, is published. Suspending
+        /// again by the same party, or resuming without a suspension of one's own, is FAILED_PRECONDITION naming who holds
+        /// the token. The TSP's operator's resume lifts every suspension.
         public static let changeTokenState = MethodDescriptor<TspV1.ChangeTokenStateRequest, TspV1.ChangeTokenStateResponse>(
             service: serviceName, name: "ChangeTokenState", kind: .unary, allowedRoles: ["wallet", "operator"]
         )

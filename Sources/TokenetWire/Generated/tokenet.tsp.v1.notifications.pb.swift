@@ -215,6 +215,12 @@ extension TspV1 {
         /// its state, since this message and the TSP's answer to the wallet's own call can arrive in either order.
         public var stateVersion: UInt64 = 0
 
+        /// With TOKEN_STATE_SUSPENDED: every suspension the token holds, one per party (the wallet, the issuer, the TSP).
+        /// Each party lifts only its own, and the token is ACTIVE again once none is left (the TSP's operator lifts all).
+        /// A party's suspension beside another's, or lifted while another's stands, keeps the state and is told with a
+        /// new state_version.
+        public var suspensions: [TspV1.TokenSuspension] = []
+
         public init() {}
 
         public init(
@@ -222,13 +228,15 @@ extension TspV1 {
             reasonCode: String = "",
             initiator: String = "",
             digitizeRequestID: String = "",
-            stateVersion: UInt64 = 0
+            stateVersion: UInt64 = 0,
+            suspensions: [TspV1.TokenSuspension] = []
         ) {
             self.tokenState = tokenState
             self.reasonCode = reasonCode
             self.initiator = initiator
             self.digitizeRequestID = digitizeRequestID
             self.stateVersion = stateVersion
+            self.suspensions = suspensions
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -237,6 +245,7 @@ extension TspV1 {
             self.initiator = try reader.read(3)
             self.digitizeRequestID = try reader.read(4)
             self.stateVersion = try reader.read(5)
+            self.suspensions = try reader.readRepeatedMessages(6)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -245,6 +254,40 @@ extension TspV1 {
             try writer.write(3, initiator)
             try writer.write(4, digitizeRequestID)
             try writer.write(5, stateVersion)
+            try writer.write(6, repeatedMessages: suspensions)
+        }
+    }
+}
+
+extension TspV1 {
+    /// One party's suspension of a token.
+    public struct TokenSuspension: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.TokenSuspension"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__token_suspension())
+        }
+
+        /// "wallet", "issuer" or "tsp".
+        public var party: String = ""
+
+        /// The reason the party gave, e.g. "LOST_CARD", "DEVICE_LOST".
+        public var reasonCode: String = ""
+
+        public init() {}
+
+        public init(party: String = "", reasonCode: String = "") {
+            self.party = party
+            self.reasonCode = reasonCode
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.party = try reader.read(1)
+            self.reasonCode = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, party)
+            try writer.write(2, reasonCode)
         }
     }
 }

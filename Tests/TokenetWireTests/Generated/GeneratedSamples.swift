@@ -181,6 +181,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.TokenHistoryResponse.samples() as [any ProtoMessage]
     all += TspV1.TokenStateResult.samples() as [any ProtoMessage]
     all += TspV1.TokenSummary.samples() as [any ProtoMessage]
+    all += TspV1.TokenSuspension.samples() as [any ProtoMessage]
     all += TspV1.TransactionBody.samples() as [any ProtoMessage]
     all += TspV1.TspTransaction.samples() as [any ProtoMessage]
     all += TspV1.UnlockCredentialsRequest.samples() as [any ProtoMessage]
@@ -1298,6 +1299,7 @@ extension TspV1.CardStateBody {
         base.initiator = "initiator-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitizeRequestID = "digitize_request_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.stateVersion = 18446744073709551610
+        base.suspensions = [TspV1.TokenSuspension.samples()[0], TspV1.TokenSuspension.samples()[0]]
         return [base]
     }
 }
@@ -2147,6 +2149,15 @@ extension TspV1.TokenSummary {
         base.deviceID = "device_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletNodeID = "wallet_node_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.awaitingDecision = true
+        return [base]
+    }
+}
+
+extension TspV1.TokenSuspension {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.party = "party-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

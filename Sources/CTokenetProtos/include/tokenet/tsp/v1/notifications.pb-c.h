@@ -20,6 +20,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Tokenet__Tsp__V1__SubscribeRequest Tokenet__Tsp__V1__SubscribeRequest;
 typedef struct Tokenet__Tsp__V1__Notification Tokenet__Tsp__V1__Notification;
 typedef struct Tokenet__Tsp__V1__CardStateBody Tokenet__Tsp__V1__CardStateBody;
+typedef struct Tokenet__Tsp__V1__TokenSuspension Tokenet__Tsp__V1__TokenSuspension;
 typedef struct Tokenet__Tsp__V1__ReplenishmentBody Tokenet__Tsp__V1__ReplenishmentBody;
 typedef struct Tokenet__Tsp__V1__TransactionBody Tokenet__Tsp__V1__TransactionBody;
 typedef struct Tokenet__Tsp__V1__AuthnBody Tokenet__Tsp__V1__AuthnBody;
@@ -163,10 +164,38 @@ struct  Tokenet__Tsp__V1__CardStateBody
    * its state, since this message and the TSP's answer to the wallet's own call can arrive in either order.
    */
   uint64_t state_version;
+  /*
+   * With TOKEN_STATE_SUSPENDED: every suspension the token holds, one per party (the wallet, the issuer, the TSP).
+   * Each party lifts only its own, and the token is ACTIVE again once none is left (the TSP's operator lifts all).
+   * A party's suspension beside another's, or lifted while another's stands, keeps the state and is told with a
+   * new state_version.
+   */
+  size_t n_suspensions;
+  Tokenet__Tsp__V1__TokenSuspension **suspensions;
 };
 #define TOKENET__TSP__V1__CARD_STATE_BODY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__card_state_body__descriptor) \
-    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+
+
+/*
+ * One party's suspension of a token.
+ */
+struct  Tokenet__Tsp__V1__TokenSuspension
+{
+  ProtobufCMessage base;
+  /*
+   * "wallet", "issuer" or "tsp".
+   */
+  char *party;
+  /*
+   * The reason the party gave, e.g. "LOST_CARD", "DEVICE_LOST".
+   */
+  char *reason_code;
+};
+#define TOKENET__TSP__V1__TOKEN_SUSPENSION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__token_suspension__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -465,6 +494,25 @@ Tokenet__Tsp__V1__CardStateBody *
 void   tokenet__tsp__v1__card_state_body__free_unpacked
                      (Tokenet__Tsp__V1__CardStateBody *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__TokenSuspension methods */
+void   tokenet__tsp__v1__token_suspension__init
+                     (Tokenet__Tsp__V1__TokenSuspension         *message);
+size_t tokenet__tsp__v1__token_suspension__get_packed_size
+                     (const Tokenet__Tsp__V1__TokenSuspension   *message);
+size_t tokenet__tsp__v1__token_suspension__pack
+                     (const Tokenet__Tsp__V1__TokenSuspension   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__token_suspension__pack_to_buffer
+                     (const Tokenet__Tsp__V1__TokenSuspension   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__TokenSuspension *
+       tokenet__tsp__v1__token_suspension__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__token_suspension__free_unpacked
+                     (Tokenet__Tsp__V1__TokenSuspension *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Tsp__V1__ReplenishmentBody methods */
 void   tokenet__tsp__v1__replenishment_body__init
                      (Tokenet__Tsp__V1__ReplenishmentBody         *message);
@@ -704,6 +752,9 @@ typedef void (*Tokenet__Tsp__V1__Notification_Closure)
 typedef void (*Tokenet__Tsp__V1__CardStateBody_Closure)
                  (const Tokenet__Tsp__V1__CardStateBody *message,
                   void *closure_data);
+typedef void (*Tokenet__Tsp__V1__TokenSuspension_Closure)
+                 (const Tokenet__Tsp__V1__TokenSuspension *message,
+                  void *closure_data);
 typedef void (*Tokenet__Tsp__V1__ReplenishmentBody_Closure)
                  (const Tokenet__Tsp__V1__ReplenishmentBody *message,
                   void *closure_data);
@@ -797,6 +848,7 @@ void tokenet__tsp__v1__notifications__queue_status(ProtobufCService *service,
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__subscribe_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__card_state_body__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__token_suspension__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__replenishment_body__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__transaction_body__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__authn_body__descriptor;
