@@ -13,6 +13,11 @@ public enum DescriptorBudget {
     /// the runtime's own (the listener stops accepting short of them, `Socket.reservedDescriptors`).
     public static let reserved = Socket.reservedDescriptors
 
+    /// The fewest connections a peer may hold however low the limit: a node of the sandbox holds more than one to
+    /// each of its peers (its calls and its notification stream), and lowered to 1 a wallet could not reach its own
+    /// TSP, which refused it hundreds of times a second while saying READY.
+    public static let minimumShare = 4
+
     /// The soft limit on open files, or nil when the system does not say (or sets none).
     public static func openFileLimit() -> Int? {
         var limit = rlimit()
@@ -27,7 +32,7 @@ public enum DescriptorBudget {
     /// kept the other's default too, and one address could then take every descriptor with handshakes).
     public static func fit(_ options: NodeOptions, limit: Int?) -> (NodeOptions, warning: String?) {
         guard let limit else { return (options, nil) }
-        let share = max(1, (limit - reserved) / 4)
+        let share = max(minimumShare, (limit - reserved) / 4)
         let peers = options.peerConnections ?? Int.max
         let handshakes = options.addressHandshakes ?? Int.max
         guard peers > share || handshakes > share else { return (options, nil) }

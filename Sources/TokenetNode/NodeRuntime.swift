@@ -92,6 +92,9 @@ public final class NodeRuntime: Sendable {
     ) throws(NodeError) -> NodeRuntime {
         let (options, descriptorWarning) = DescriptorBudget.fit(options, limit: DescriptorBudget.openFileLimit())
         if let descriptorWarning { logger.warning(descriptorWarning) }
+        if let memoryWarning = AddressSpaceLimit.warning(limit: AddressSpaceLimit.current()) {
+            logger.warning(memoryWarning)
+        }
         try checkTLSFiles(options)
         let expiry = try checkOwnIdentity(options, spec: spec)
         if let warning = expiryWarning(expiry, certificate: options.certificatePath) {
@@ -199,13 +202,25 @@ public final class NodeRuntime: Sendable {
                 spec: spec, options: options, logger: logger, listener: listener, ready: ready, dataDirectoryLock: lock,
                 readyFileWritten: nil)
         }
-        logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
-        // The READY line goes out before the ready file appears, so whoever sees the file can rely on the line.
-        announce(ready.line)
-        var written: ReadyFile.Written?
+        // The ready file is written before the READY line goes out (a full disk fails the write, and a node that
+        // printed READY and then exited told whoever reads stdout it was up), and moved into place after it, so
+        // whoever sees the file can rely on the line.
+        var prepared: ReadyFile.Prepared?
         if let path = options.readyFile {
             do {
-                written = try ReadyFile.write(ready, to: path)
+                prepared = try ReadyFile.prepare(ready, to: path)
+            } catch {
+                listener.stop()
+                lock.release()
+                throw error
+            }
+        }
+        logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
+        announce(ready.line)
+        var written: ReadyFile.Written?
+        if let prepared {
+            do {
+                written = try prepared.commit()
             } catch {
                 listener.stop()
                 lock.release()

@@ -49,6 +49,32 @@ public enum ReadyFile {
 
     @discardableResult
     public static func write(_ info: ReadyInfo, to path: String) throws(NodeError) -> Written {
+        try prepare(info, to: path).commit()
+    }
+
+    /// The ready file written beside its path, to be moved into place by `commit`: the writing, which a full disk
+    /// fails, is done before the node prints its READY line, and the move, which needs no room, after it.
+    public struct Prepared: Sendable {
+        let temporary: String
+        let path: String
+
+        /// Moves the file into place.
+        public func commit() throws(NodeError) -> Written {
+            var status = stat()
+            guard stat(temporary, &status) == 0, rename(temporary, path) == 0 else {
+                let code = errno
+                unlink(temporary)
+                throw NodeError(
+                    .io, "cannot move ready file into place at \(path)",
+                    cause: SystemCallError(call: "rename", errno: code))
+            }
+            return Written(path: path, device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        }
+    }
+
+    /// Writes the ready file beside `path` (`Prepared.commit` moves it into place). A failed write leaves no file
+    /// behind.
+    public static func prepare(_ info: ReadyInfo, to path: String) throws(NodeError) -> Prepared {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let temporary = "\(path).tmp.\(getpid())"
@@ -56,17 +82,10 @@ public enum ReadyFile {
             let data = try encoder.encode(info) + Data("\n".utf8)
             try data.write(to: URL(fileURLWithPath: temporary))
         } catch {
+            unlink(temporary)
             throw NodeError(.io, "cannot write ready file \(temporary)", cause: DescribedError(error))
         }
-        var status = stat()
-        guard stat(temporary, &status) == 0, rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw NodeError(
-                .io, "cannot move ready file into place at \(path)", cause: SystemCallError(call: "rename", errno: code)
-            )
-        }
-        return Written(path: path, device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        return Prepared(temporary: temporary, path: path)
     }
 
     /// Checks, before the node binds, that `write` will be able to put the file at `path`: a node that prints its

@@ -45,8 +45,11 @@ extension TSPService {
     static let authnSweepInterval = Duration.seconds(1)
 
     /// Runs `expireDueAuthns` every `authnSweepInterval` until cancelled (the node's stop). A sweep that fails (a
-    /// full disk) is logged and tried again at the next one.
+    /// full disk, a database file deleted) is tried again at the next one. The failure is logged once while it
+    /// lasts, not every second (a deleted data directory filled the log with the same line), and its end is logged
+    /// with the number of sweeps that failed.
     func expireAuthnsUntilCancelled(every interval: Duration = authnSweepInterval) async {
+        var failing: (error: String, sweeps: Int)?
         while true {
             do {
                 try await Task.sleep(for: interval)
@@ -55,8 +58,21 @@ extension TSPService {
             }
             do {
                 try await expireDueAuthns(log: logger)
+                if let failing {
+                    logger.info(
+                        "expired authentication requests are declined again", ["failed_sweeps": "\(failing.sweeps)"])
+                }
+                failing = nil
             } catch {
-                logger.warning("cannot decline expired authentication requests", ["error": "\(error)"])
+                let text = "\(error)"
+                if let known = failing, known.error == text {
+                    failing?.sweeps += 1
+                    continue
+                }
+                logger.warning(
+                    "cannot decline expired authentication requests; tried again every second, logged again only "
+                        + "when the error changes", ["error": text])
+                failing = (text, 1)
             }
         }
     }

@@ -122,7 +122,7 @@ public final class EventLoop: @unchecked Sendable {
         self.epollFD = epollFD
         self.wakeFD = wakeFD
         let started = DispatchSemaphore(value: 0)
-        NamedThread.start(name) { [self] in
+        let failure = NamedThread.start(name) { [self] in
             loopThread.store(UInt(pthread_self()), ordering: .releasing)
             started.signal()
             run()
@@ -133,6 +133,14 @@ public final class EventLoop: @unchecked Sendable {
             // then pass for the loop in `inEventLoop`.
             loopThread.store(0, ordering: .releasing)
             exited.signal()
+        }
+        guard failure == 0 else {
+            // Waited for, the thread that never started hung the node at start. (The descriptors are closed by
+            // `deinit`, which runs as the initializer throws.)
+            throw TransportError(
+                .io,
+                "cannot start the event loop's thread: \(String(cString: strerror(failure))) (errno \(failure)); the "
+                    + "process may be at its address-space or thread limit (ulimit -v, ulimit -u)")
         }
         started.wait()
     }

@@ -24,13 +24,20 @@ extension TLSContext {
                     + "clock, or wait until then")
         }
         if let notAfter = Self.date(X509_get0_notAfter(certificate)), now > notAfter {
-            let directory = configuration.certificateChainFile.map { ($0 as NSString).deletingLastPathComponent }
-            let place = directory.map { $0.isEmpty ? "." : $0 } ?? "DIR"
+            // The directory of the CA, whose key signs the new certificate: run in the certificate's own directory
+            // (elsewhere than the CA's), pki init made a new CA there, which --ca then refused.
+            func directory(_ file: String) -> String {
+                let directory = (file as NSString).deletingLastPathComponent
+                return directory.isEmpty ? "." : directory
+            }
+            let place = directory(configuration.trustedCAFile)
+            let elsewhere = configuration.certificateChainFile.map { directory($0) != place } ?? false
             throw TransportError(
                 .configuration,
                 "\(name) expired on \(Self.text(notAfter)) (now \(Self.text(now))); run 'tokenet pki init \(place)' "
-                    + "(or Tools/gen-certs \(place)) again, which makes an expired certificate anew with its names, "
-                    + "or give a valid one")
+                    + "(or Tools/gen-certs \(place)) again, which makes an expired certificate anew with its names"
+                    + (elsewhere ? " in that directory (the CA's), and give the new one" : "")
+                    + ", or give a valid one")
         }
         if VerificationState.isCA(certificate) {
             throw TransportError(

@@ -58,7 +58,9 @@ import TokenetTestSupport
                 == "the file-descriptor limit is 64 (ulimit -n): too low for the default connection limits: a peer "
                 + "may hold 8 connections (not 64), and an address may have 8 handshakes in progress (not 64), so "
                 + "that one peer cannot take every descriptor; raise the limit for more")
-        #expect(DescriptorBudget.fit(defaults, limit: 20).0.peerConnections == 1)
+        // Never below what a node of the sandbox holds to its peer (a wallet's calls and notification stream).
+        #expect(DescriptorBudget.fit(defaults, limit: 20).0.peerConnections == 4)
+        #expect(DescriptorBudget.fit(defaults, limit: 40).0.peerConnections == 4)
         var given = defaults
         given.peerConnectionsGiven = true
         given.addressHandshakesGiven = true
@@ -85,5 +87,16 @@ import TokenetTestSupport
         let (both, bothWarning) = DescriptorBudget.fit(many, limit: 64)
         #expect(both.peerConnections == 100 && both.addressHandshakes == 8)
         #expect(bothWarning?.contains("; and with --peer-connections 100, one peer can take") == true)
+    }
+}
+
+@Suite struct AddressSpaceLimitTests {
+    @Test func aLimitBelowAGibibyteIsNamedAtStart() {
+        #expect(AddressSpaceLimit.warning(limit: nil) == nil)
+        #expect(AddressSpaceLimit.warning(limit: 2 << 30) == nil)
+        #expect(
+            AddressSpaceLimit.warning(limit: 400 << 20)
+                == "the address-space limit is 400 MiB (ulimit -v): a node may fail when it runs short of memory, "
+                + "which it cannot answer with a status (it crashed under 400 MiB); give it at least 1024 MiB")
     }
 }

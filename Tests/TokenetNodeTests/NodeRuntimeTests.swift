@@ -184,6 +184,23 @@ import TokenetWire
         }
     }
 
+    /// The ready file is written before the READY line and moved into place after it: a write that fails (a full
+    /// disk) fails the start before anything is announced, and leaves no half-written file behind. Checked through
+    /// the two steps: a temporary file the writing cannot create (under /proc) throws and leaves nothing; a written
+    /// one is only at its temporary path until committed.
+    @Test func theReadyFileIsWrittenBeforeItIsAnnouncedAndAFailedWriteLeavesNothing() throws {
+        let info = ReadyInfo(node: "issuer-node", pid: getpid(), listen: "127.0.0.1:7001")
+        #expect(throws: NodeError.self) { try ReadyFile.prepare(info, to: "/proc/tokenet-ready.json") }
+        let directory = try TemporaryDirectory()
+        let path = directory.path("ready.json")
+        let prepared = try ReadyFile.prepare(info, to: path)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(FileManager.default.fileExists(atPath: "\(path).tmp.\(getpid())"))
+        _ = try prepared.commit()
+        #expect(try ReadyFile.read(from: path) == info)
+        #expect(!FileManager.default.fileExists(atPath: "\(path).tmp.\(getpid())"))
+    }
+
     @Test func startAnnouncesReadinessAndStopWithdrawsIt() async throws {
         let directory = try TemporaryDirectory()
         let sink = MemoryLogSink()

@@ -27,6 +27,31 @@ import TokenetTestSupport
                     + "certificate anew with its names, or give a valid one") == true, "\(String(describing: error))")
     }
 
+    /// A certificate kept elsewhere than its CA: the advice names the CA's directory, where `pki init` renews it
+    /// with the CA's key; run in the certificate's own, it made a new CA there, which --ca then refused.
+    @Test func anExpiredCertificateKeptApartFromItsCANamesTheCAsDirectory() throws {
+        let apart = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-own-cert-\(getpid())")
+        try FileManager.default.createDirectory(at: apart, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: apart) }
+        for file in ["operator.pem", "operator.key"] {
+            try FileManager.default.copyItem(
+                atPath: certs.path(file), toPath: apart.appendingPathComponent(file).path)
+        }
+        let context = try certs.context(
+            .client(
+                certificateChainFile: apart.appendingPathComponent("operator.pem").path,
+                privateKeyFile: apart.appendingPathComponent("operator.key").path, trustedCAFile: certs.caFile))
+        let error = #expect(throws: TransportError.self) {
+            try context.checkOwnCertificate(at: Date(timeIntervalSinceNow: 900 * 86_400))
+        }
+        let directory = (certs.caFile as NSString).deletingLastPathComponent
+        #expect(
+            error?.message.hasSuffix(
+                "; run 'tokenet pki init \(directory)' (or Tools/gen-certs \(directory)) again, which makes an expired "
+                    + "certificate anew with its names in that directory (the CA's), and give the new one, or give a "
+                    + "valid one") == true, "\(String(describing: error))")
+    }
+
     @Test func aCertificateNotYetValidIsNamedWithItsStartDate() throws {
         let context = try certs.context(certs.client("operator"))
         let earlier = Date(timeIntervalSinceNow: -86_400)
