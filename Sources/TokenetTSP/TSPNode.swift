@@ -119,6 +119,7 @@ public enum TSPNode {
             runInBackground?({ [journal = service.journal] in await journal.retryUntilCancelled() })
             runInBackground?({ [service] in await service.expireAuthnsUntilCancelled() })
             runInBackground?({ [service] in await service.forgetSpentCardDataUntilCancelled() })
+            runInBackground?({ [service] in await service.expireStepUpsUntilCancelled() })
             // Said once the start goes on: a start refused takes the keys it made back (`madeHere`).
             for warning in missingKeys { logger.warning(warning) }
             opened = true

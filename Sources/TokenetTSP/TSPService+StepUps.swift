@@ -1,13 +1,14 @@
 import TokenetNode
+import TokenetRPC
 import TokenetWire
 
 extension TSPService {
     /// Deactivates the tokens whose step-up, or whose digitization left pending, outlived `stepUpValidity` and tells
-    /// their wallet and issuer app (CARD_STATE DEACTIVATED, STEP_UP_EXPIRED or DIGITIZATION_EXPIRED). The TSP runs
-    /// no timer: this runs before every digitization and ID&V call, so an abandoned token can never be activated
-    /// late and is gone the next time anyone adds or verifies a card. Inside the state-change gate, so a late
-    /// activation and its expiry are told in order. A digitization still asking the issuer (whose deadline may be
-    /// set longer than the window) is never taken for one left pending.
+    /// their wallet and issuer app (CARD_STATE DEACTIVATED, STEP_UP_EXPIRED or DIGITIZATION_EXPIRED). This runs
+    /// before every digitization and ID&V call, so an abandoned token can never be activated late, and on the
+    /// node's own sweep (`expireStepUpsUntilCancelled`), so that a quiet sandbox tells its parties too. Inside the
+    /// state-change gate, so a late activation and its expiry are told in order. A digitization still asking the
+    /// issuer (whose deadline may be set longer than the window) is never taken for one left pending.
     func expireAbandonedStepUps(traceID: String, log: Logger) async throws {
         guard nowMs > configuration.stepUpValidity.milliseconds else { return }
         try await stateChanges.run { try await expireAbandonedStepUpsInTurn(traceID: traceID, log: log) }
@@ -38,6 +39,40 @@ extension TSPService {
                 ])
         }
         await published(expired, log: log)
+    }
+
+    /// How often the node looks for abandoned step-ups on its own: a tenth of `stepUpValidity`, at least every
+    /// minute and at most every second. A token is deactivated at most that long after its window ended (a call
+    /// about it meanwhile finds it ended all the same).
+    var stepUpSweepInterval: Duration {
+        min(max(configuration.stepUpValidity / 10, .seconds(1)), .seconds(60))
+    }
+
+    /// Runs `expireAbandonedStepUps` every `stepUpSweepInterval` until cancelled (the node's stop): without it, a
+    /// token nobody verified stayed INACTIVE, and its parties were told nothing, until some other card was added
+    /// or verified. A sweep that fails is tried again at the next one; the failure is logged once while it lasts.
+    func expireStepUpsUntilCancelled() async {
+        var failing: String?
+        while true {
+            do {
+                try await Task.sleep(for: stepUpSweepInterval)
+            } catch {
+                return
+            }
+            let traceID = Metadata.newTraceID()
+            do {
+                try await expireAbandonedStepUps(traceID: traceID, log: logger.withTraceID(traceID))
+                if failing != nil { logger.info("abandoned step-ups are deactivated again") }
+                failing = nil
+            } catch {
+                let text = "\(error)"
+                guard failing != text else { continue }
+                logger.warning(
+                    "cannot deactivate abandoned step-ups; tried again at each sweep, logged again only when the "
+                        + "error changes", ["error": text])
+                failing = text
+            }
+        }
     }
 
     /// Tells the parties of tokens a new digitization of their card replaced (CARD_STATE DEACTIVATED, REPLACED,

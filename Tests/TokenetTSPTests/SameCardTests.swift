@@ -197,6 +197,28 @@ import TokenetWire
         #expect(try await tsp.digitize(try await tsp.eligibleVisa()).tokenState == .active)
     }
 
+    /// The TSP's own sweep deactivates an abandoned step-up with no call at all, and tells its parties: a quiet
+    /// sandbox kept it INACTIVE until some other card was added or verified.
+    @Test func theSweepDeactivatesAnAbandonedStepUpWithNoCall() async throws {
+        var configuration = TSPHarness.configuration
+        configuration.stepUpValidity = .seconds(10)
+        let tokens = FakeAccessTokens()
+        let issuer = FakeIssuer()
+        let background = BackgroundTasks()
+        defer { background.cancel() }
+        let tsp = try TSPHarness.make(
+            configuration: configuration, issuer: issuer, accessTokens: tokens, background: background)
+        let waiting = try await Self.stepUp(tsp)
+        tsp.clock.advance(seconds: 10)
+        // The sweep runs every second (a tenth of the window, at least a second).
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await Self.state(tsp, waiting) != .deactivated, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await Self.state(tsp, waiting) == .deactivated)
+        #expect(Self.cardStates(tsp, waiting) == ["deactivated STEP_UP_EXPIRED tsp"])
+    }
+
     /// Adding any card is a moment the TSP deactivates abandoned step-ups, even with no ID&V call for them.
     @Test func aDigitizationDeactivatesAbandonedStepUps() async throws {
         var configuration = TSPHarness.configuration
