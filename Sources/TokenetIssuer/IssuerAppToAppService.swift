@@ -56,6 +56,9 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         guard let tokenCard = try store.card(forDigitalCardID: digitalCardID) else {
             throw RPCError(.notFound, "the issuer knows no token \"\(digitalCardID)\"")
         }
+        if let blocked = tokenCard.blockedRefusal {
+            throw RPCError(.failedPrecondition, "\(blocked): its tokens are not activated")
+        }
         // Only the wallet the token lives in opens the app for it: another wallet node that learnt the token's
         // reference could otherwise have the cardholder activate it there. (A caller without an identity, over
         // --plaintext, cannot be told apart and is let through, as every check of identities is there.)
@@ -172,6 +175,10 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         // activated there, does not activate its cards, though the cardholder can still sign in for the others.
         // Checked before the PIN, which a refusal then does not spend. An app with no account activated in it has
         // nothing to check against, and signs the cardholder in as before.
+        // Blocked while the session was open: the check at its opening is not enough.
+        if let blocked = try store.card(id: session.cardID)?.blockedRefusal {
+            throw RPCError(.failedPrecondition, "\(blocked): its tokens are not activated")
+        }
         let appAccounts = try store.appAccounts(session.cardholderID).map(\.accountID)
         if !appAccounts.isEmpty, let card = try store.card(id: session.cardID), !appAccounts.contains(card.accountID) {
             throw RPCError(

@@ -33,7 +33,7 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                             maskedPAN: pending.renewal.pan.masked, expiry: pending.renewal.expiry.description,
                             sinceMs: UInt64(max(0, pending.since.timeIntervalSince1970 * 1000)))
                     }, digitalCardIds: try store.tokens(ofCard: card.id).live,
-                    notEligibleReason: card.notEligibleReason ?? "")
+                    notEligibleReason: card.notEligibleReason ?? "", blockedReason: card.blockedReason ?? "")
             },
             nextPageToken: next)
     }
@@ -54,6 +54,11 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
             throw RPCError(
                 .notFound,
                 "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards (tokenet issuer cards)")
+        }
+        if let blocked = card.blockedRefusal {
+            throw RPCError(
+                .failedPrecondition,
+                "\(blocked): it is not pushed to wallets; open it first (tokenet issuer unblock-card)")
         }
         let log = logger.withTraceID(context.traceID)
         switch request.mode {

@@ -55,6 +55,9 @@ extension IssuerDecisionsService {
         if !differs, IssuerEligibility.securityCodeMatches(card, stored) == false {
             return StandInRefusal(reasonCode: mismatch, why: "the security code does not match the issuer's records")
         }
+        if let blocked = stored.blockedRefusal {
+            return StandInRefusal(reasonCode: declined, why: blocked)
+        }
         if let reason = stored.notEligibleReason {
             return StandInRefusal(reasonCode: declined, why: "the card is not eligible: \(reason)")
         }

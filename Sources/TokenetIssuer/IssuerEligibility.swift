@@ -21,6 +21,8 @@ enum IssuerEligibility {
             )
         }
         guard let stored else { return (false, "the issuer has no card ending \(last4)") }
+        // Before its details are compared: a blocked card (lost, stolen) answers the same whatever is presented.
+        if let blocked = stored.blockedRefusal { return (false, blocked) }
         guard let expiry = try? card.expiry(), expiry == stored.expiry else {
             return (false, "the expiry date does not match the issuer's records for the card ending \(last4)")
         }

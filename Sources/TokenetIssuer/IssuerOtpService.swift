@@ -25,6 +25,9 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
                 .notFound, "the issuer made no decision for token \"\(request.digitalCardID)\"; it knows no card for it"
             )
         }
+        if let blocked = card.blockedRefusal {
+            throw RPCError(.failedPrecondition, "\(blocked): no code is sent for its tokens")
+        }
         let channel: String
         let destination: String
         let kind: IdvMethodSpec.Kind
@@ -141,6 +144,9 @@ struct IssuerCallCentreService: IssuerV1.IssuerCallCentre.ServiceProtocol {
                     + "under the card"
             }
             throw RPCError(.notFound, message)
+        }
+        if let blocked = card.blockedRefusal {
+            throw RPCError(.failedPrecondition, "\(blocked): its tokens are not activated")
         }
         guard let caller = tsp.caller else {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")

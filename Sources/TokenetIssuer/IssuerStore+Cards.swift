@@ -57,6 +57,18 @@ extension IssuerStore {
         return cards
     }
 
+    /// Blocks the card with `reason`, or opens it (nil); false when it already had that status.
+    func setBlocked(cardID: String, reason: String?, atMs: UInt64) throws(IssuerError) -> Bool {
+        try storage("record the card's block") {
+            try database.execute(
+                """
+                UPDATE cards SET blocked_reason = ?, blocked_at_ms = ?
+                WHERE id = ? AND blocked_reason IS NOT ?
+                """, [reason, reason == nil ? nil : Int64(atMs), cardID, reason]
+            ).changes > 0
+        }
+    }
+
     func allCards() throws(IssuerError) -> [StoredCard] {
         let rows = try storage("list cards") { try database.query("\(Self.cardQuery) ORDER BY cards.id") }
         var cards: [StoredCard] = []
@@ -94,6 +106,7 @@ extension IssuerStore {
                 cvc: try row.get("cvc_sealed", as: [UInt8].self), expiry: try row.text("expiry"),
                 name: try row.text("cardholder_name"),
                 notEligible: try row.get("not_eligible_reason", as: String?.self),
+                blocked: try row.get("blocked_reason", as: String?.self),
                 rule: try row.text("rule"), phone: try row.text("phone"), email: try row.text("email"),
                 callCenter: try row.get("call_center", as: String?.self),
                 pendingPAN: try row.get("pending_pan_sealed", as: [UInt8]?.self),
@@ -119,7 +132,7 @@ extension IssuerStore {
             return StoredCard(
                 id: fields.id, accountID: fields.account, pan: pan, expiry: try CardExpiry(parsing: fields.expiry),
                 cvc: String(decoding: cvc, as: UTF8.self), cardholderName: fields.name,
-                notEligibleReason: fields.notEligible, rule: rule,
+                notEligibleReason: fields.notEligible, blockedReason: fields.blocked, rule: rule,
                 contact: CardholderContact(
                     phone: fields.phone, email: fields.email, callCenterNumber: fields.callCenter),
                 pendingRenewal: pending

@@ -11,10 +11,19 @@ struct StoredCard: Sendable {
     var cvc: String
     var cardholderName: String
     var notEligibleReason: String?
+    /// Set while the issuer's operator has the card blocked (lost, stolen): the block's reason.
+    var blockedReason: String? = nil
     var rule: DigitizationRule
     var contact: CardholderContact
     /// The renewal reserved for the card and waiting for the TSP's answer, with when it was reserved; nil when none is.
     var pendingRenewal: (renewal: PendingRenewal, since: Date)? = nil
+}
+
+extension StoredCard {
+    /// Why the issuer refuses anything for the card while it is blocked, or nil when it is open.
+    var blockedRefusal: String? {
+        blockedReason.map { "the card ending \(pan.last4) is blocked by the issuer (\($0))" }
+    }
 }
 
 /// Who the issuer is, as the fixture declared it; kept so a restart without `--fixtures` can still register.
@@ -103,6 +112,14 @@ final class IssuerStore: Sendable {
             version: 21, name: "app-account-references",
             sql: "ALTER TABLE app_accounts ADD COLUMN reference_id TEXT NOT NULL DEFAULT '';"),
         Migration(version: 22, name: "registered-tsp", sql: IssuerStore.registeredTSPSchema),
+        // A card blocked by the issuer's operator (lost, stolen), kept apart from the fixture's columns, which a
+        // reload of the fixture writes over.
+        Migration(
+            version: 23, name: "card-block",
+            sql: """
+                ALTER TABLE cards ADD COLUMN blocked_reason TEXT;
+                ALTER TABLE cards ADD COLUMN blocked_at_ms INTEGER;
+                """),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

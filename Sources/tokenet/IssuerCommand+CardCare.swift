@@ -7,7 +7,8 @@ import TokenetWire
 /// operators act on cards already in wallets, through issuer-node's IssuerCardCare service.
 extension IssuerCommand {
     static let cardCareActions = [
-        tokens("suspend"), tokens("resume"), tokens("delete"), renewCard, sendMessage,
+        tokens("suspend"), tokens("resume"), tokens("delete"), renewCard, sendMessage, cardStatus(blocking: true),
+        cardStatus(blocking: false),
     ]
 
     static let cardCareHelp = """
@@ -18,6 +19,8 @@ extension IssuerCommand {
                tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] | --abandon | --force-complete
                    [OPTIONS]
                tokenet issuer send-message ADDR DIGITAL_CARD_ID --title TEXT --body TEXT [--action ACTION]
+               tokenet issuer block-card ADDR CARD_ID --reason CODE [--tokens suspend|delete|keep]
+               tokenet issuer unblock-card ADDR CARD_ID [--reason CODE] [--tokens resume|keep]
 
         suspend-tokens, resume-tokens and delete-tokens change the issuer's tokens at the TSP, those named or
         every token of a card (--card; e.g. --reason LOST_CARD), with a result per token; the TSP takes 10 a
@@ -40,6 +43,12 @@ extension IssuerCommand {
         the new card; it too asks the TSP first, and is refused while the TSP cannot be asked. A token the TSP
         will not answer about (another issuer's) holds neither back, and both name it.
         send-message sends the cardholder a message about a card, shown by the issuer app and kept by the wallet.
+        block-card blocks a card reported lost or stolen (e.g. --reason STOLEN): it is declined at eligibility and
+        digitization, a stand-in approval of it is deleted, no code is sent for its tokens waiting for ID&V, none
+        is activated, and it is not pushed. Its tokens are suspended (--tokens suspend, the default; those
+        waiting for ID&V are deleted, as they cannot be suspended), deleted, or kept as they are. unblock-card
+        opens it again, and resumes its tokens (--tokens resume, lifting the issuer's own suspensions) or keeps
+        them as they are (the default). issuer cards shows a blocked card's reason in its RULE column.
         """
 
     static func tokens(_ word: String) -> PartyAction {
@@ -158,6 +167,51 @@ extension IssuerCommand {
                     + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
                     + "\n(trace \(traceID))"
             })
+    }
+
+    /// `block-card` and `unblock-card`.
+    static func cardStatus(blocking: Bool) -> PartyAction {
+        PartyAction(
+            name: blocking ? "block-card" : "unblock-card", valued: ["--reason", "--tokens"], switches: ["--json"]
+        ) { flags, command throws(CLIError) in
+            let options = try InspectOptions(
+                parsing: flags.rest, command: command, operands: 0...1, named: ["CARD_ID"])
+            guard let cardID = options.operands.first else {
+                throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
+            }
+            let choices: [String: IssuerV1.CardTokensAction] =
+                blocking
+                ? ["suspend": .suspend, "delete": .delete, "keep": .keep] : ["resume": .resume, "keep": .keep]
+            var tokens = IssuerV1.CardTokensAction.unspecified
+            if let given = flags["--tokens"] {
+                guard let chosen = choices[given.lowercased()] else {
+                    throw CLIError(
+                        .usage,
+                        "\(command): --tokens takes \(choices.keys.sorted().joined(separator: ", ")), not "
+                            + "\(shownName(given))")
+                }
+                tokens = chosen
+            }
+            let reason =
+                blocking || flags["--reason"] != nil ? try LifecycleArguments.reason(flags, command: command) : ""
+            let request = IssuerV1.IssuerSetCardStatusRequest(
+                cardID: cardID, blocked: blocking, reasonCode: reason, tokens: tokens)
+            return try PartySession.run(
+                options, json: flags.json,
+                call: { session, callOptions in
+                    try await IssuerV1.IssuerCardCare.Client(session.client).setCardStatus(
+                        request, options: callOptions)
+                },
+                text: { response, traceID in
+                    let status =
+                        response.blocked ? "blocked (\(response.blockedReason))" : "open"
+                    return "\(response.cardID) is \(status)\(response.changed ? "" : " (it already was)")"
+                        + (response.results.isEmpty ? "" : "\n" + PartyText.tokenResults(response.results))
+                        + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
+                        + "\n(trace \(traceID))"
+                },
+                exitStatus: { response in refusalStatus(response.results) })
+        }
     }
 
     /// The lines saying how many of a card's tokens were left out as deleted, or as unknown to the TSP.

@@ -169,7 +169,9 @@ enum PartyText {
                     $0.cardID, $0.maskedPAN, scheme($0.scheme), $0.expiry, $0.cardholderName, $0.accountID,
                     // A card that is not eligible never reaches its rule: the column says so, or the table showed
                     // it as one that provisions.
-                    $0.notEligibleReason.isEmpty ? $0.digitizationRule : "not eligible",
+                    !$0.blockedReason.isEmpty
+                        ? "blocked (\($0.blockedReason))"
+                        : $0.notEligibleReason.isEmpty ? $0.digitizationRule : "not eligible",
                     "\($0.digitalCardIds.count)", $0.pendingRenewal.map(pendingRenewal) ?? "",
                 ]
             })

@@ -44,6 +44,8 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         var unknown: Set<String> = []
         /// Tokens of another issuer: refused PERMISSION_DENIED in their own results, nothing of them told.
         var foreign: Set<String> = []
+        /// Tokens waiting for ID&V: a suspend is refused FAILED_PRECONDITION for them, as the TSP refuses it.
+        var inactive: Set<String> = []
         /// Tokens a renewal fails for a reason that may pass (the status given), in their own results.
         var failingTokens: [String: StatusCode] = [:]
         /// GetIssuerTokens: the issuer's tokens as listed (two a page), the stand-in advice each named one carries,
@@ -106,6 +108,11 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
                         state.deleted.insert(id)
                         return .init(digitalCardID: id, tokenState: .deactivated)
                     case .resume: return .init(digitalCardID: id, tokenState: .active)
+                    case .suspend where state.inactive.contains(id):
+                        return .init(
+                            digitalCardID: id, tokenState: .inactive,
+                            statusCode: StatusCode.failedPrecondition.rawValue,
+                            message: "cannot suspend a token that is INACTIVE")
                     default: return .init(digitalCardID: id, tokenState: .suspended)
                     }
                 })

@@ -129,6 +129,21 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
         #expect(try await callCentre.outbox(IssuerV1.OutboxRequest()).messages.isEmpty)
     }
 
+    /// A blocked card's tokens waiting for ID&V get no code and are not activated by the call centre.
+    @Test func aBlockedCardsTokensGetNoCodeAndNoActivation() async throws {
+        _ = try await decisionTask.value
+        #expect(try party.store.setBlocked(cardID: Cards.visaStepUp.0, reason: "STOLEN", atMs: 1))
+        let code = await Support.rpcError { _ = try await send(.otpSms) }
+        #expect(code?.code == .failedPrecondition)
+        #expect(
+            code?.message == "the card ending 0054 is blocked by the issuer (STOLEN): no code is sent for its tokens")
+        #expect(try await callCentre.outbox(IssuerV1.OutboxRequest()).messages.isEmpty)
+        let activation = await Support.rpcError {
+            _ = try await callCentre.activateToken(IssuerV1.CallCentreActivateRequest(digitalCardID: Self.token))
+        }
+        #expect(activation?.code == .failedPrecondition && activation?.message.hasSuffix("are not activated") == true)
+    }
+
     @Test func callCentreActivationGoesThroughTheTSP() async throws {
         _ = try await decisionTask.value
         let first = try await callCentre.activateToken(IssuerV1.CallCentreActivateRequest(digitalCardID: Self.token))

@@ -181,6 +181,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_send_message_response(void) {
     return &tokenet__issuer__v1__issuer_send_message_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_set_card_status_request(void) {
+    return &tokenet__issuer__v1__issuer_set_card_status_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_set_card_status_response(void) {
+    return &tokenet__issuer__v1__issuer_set_card_status_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_sync_with_tsp_request(void) {
     return &tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor;
 }

@@ -7,6 +7,96 @@
 #endif
 
 #include "tokenet/issuer/v1/card_care.pb-c.h"
+void   tokenet__issuer__v1__issuer_set_card_status_request__init
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusRequest         *message)
+{
+  static const Tokenet__Issuer__V1__IssuerSetCardStatusRequest init_value = TOKENET__ISSUER__V1__ISSUER_SET_CARD_STATUS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__issuer_set_card_status_request__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__issuer_set_card_status_request__pack
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__issuer_set_card_status_request__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__IssuerSetCardStatusRequest *
+       tokenet__issuer__v1__issuer_set_card_status_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__IssuerSetCardStatusRequest *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__issuer_set_card_status_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__issuer_set_card_status_request__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__issuer__v1__issuer_set_card_status_response__init
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusResponse         *message)
+{
+  static const Tokenet__Issuer__V1__IssuerSetCardStatusResponse init_value = TOKENET__ISSUER__V1__ISSUER_SET_CARD_STATUS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__issuer_set_card_status_response__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__issuer_set_card_status_response__pack
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__issuer_set_card_status_response__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__IssuerSetCardStatusResponse *
+       tokenet__issuer__v1__issuer_set_card_status_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__IssuerSetCardStatusResponse *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__issuer_set_card_status_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__issuer_set_card_status_response__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_set_card_status_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__issuer__v1__issuer_change_token_states_request__init
                      (Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest         *message)
 {
@@ -277,6 +367,199 @@ void   tokenet__issuer__v1__issuer_send_message_response__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__issuer_send_message_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_set_card_status_request__field_descriptors[4] =
+{
+  {
+    "card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusRequest, card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocked",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusRequest, blocked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason_code",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusRequest, reason_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "tokens",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusRequest, tokens),
+    &tokenet__issuer__v1__card_tokens_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__issuer_set_card_status_request__field_indices_by_name[] = {
+  1,   /* field[1] = blocked */
+  0,   /* field[0] = card_id */
+  2,   /* field[2] = reason_code */
+  3,   /* field[3] = tokens */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__issuer_set_card_status_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_set_card_status_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.IssuerSetCardStatusRequest",
+  "IssuerSetCardStatusRequest",
+  "Tokenet__Issuer__V1__IssuerSetCardStatusRequest",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__IssuerSetCardStatusRequest),
+  4,
+  tokenet__issuer__v1__issuer_set_card_status_request__field_descriptors,
+  tokenet__issuer__v1__issuer_set_card_status_request__field_indices_by_name,
+  1,  tokenet__issuer__v1__issuer_set_card_status_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__issuer_set_card_status_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_set_card_status_response__field_descriptors[7] =
+{
+  {
+    "card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocked",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, blocked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blocked_reason",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, blocked_reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "changed",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, changed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "results",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, n_results),
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, results),
+    &tokenet__tsp__v1__token_state_result__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted_tokens_skipped",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, deleted_tokens_skipped),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unknown_tokens_skipped",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, unknown_tokens_skipped),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__issuer_set_card_status_response__field_indices_by_name[] = {
+  1,   /* field[1] = blocked */
+  2,   /* field[2] = blocked_reason */
+  0,   /* field[0] = card_id */
+  3,   /* field[3] = changed */
+  5,   /* field[5] = deleted_tokens_skipped */
+  4,   /* field[4] = results */
+  6,   /* field[6] = unknown_tokens_skipped */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__issuer_set_card_status_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_set_card_status_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.IssuerSetCardStatusResponse",
+  "IssuerSetCardStatusResponse",
+  "Tokenet__Issuer__V1__IssuerSetCardStatusResponse",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse),
+  7,
+  tokenet__issuer__v1__issuer_set_card_status_response__field_descriptors,
+  tokenet__issuer__v1__issuer_set_card_status_response__field_indices_by_name,
+  1,  tokenet__issuer__v1__issuer_set_card_status_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__issuer_set_card_status_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_request__field_descriptors[5] =
 {
   {
@@ -765,16 +1048,52 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_send_message_respon
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_send_message_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCMethodDescriptor tokenet__issuer__v1__issuer_card_care__method_descriptors[3] =
+static const ProtobufCEnumValue tokenet__issuer__v1__card_tokens_action__enum_values_by_number[5] =
+{
+  { "CARD_TOKENS_ACTION_UNSPECIFIED", "TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_UNSPECIFIED", 0 },
+  { "CARD_TOKENS_ACTION_KEEP", "TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_KEEP", 1 },
+  { "CARD_TOKENS_ACTION_SUSPEND", "TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_SUSPEND", 2 },
+  { "CARD_TOKENS_ACTION_DELETE", "TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_DELETE", 3 },
+  { "CARD_TOKENS_ACTION_RESUME", "TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_RESUME", 4 },
+};
+static const ProtobufCIntRange tokenet__issuer__v1__card_tokens_action__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex tokenet__issuer__v1__card_tokens_action__enum_values_by_name[5] =
+{
+  { "CARD_TOKENS_ACTION_DELETE", 3 },
+  { "CARD_TOKENS_ACTION_KEEP", 1 },
+  { "CARD_TOKENS_ACTION_RESUME", 4 },
+  { "CARD_TOKENS_ACTION_SUSPEND", 2 },
+  { "CARD_TOKENS_ACTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor tokenet__issuer__v1__card_tokens_action__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.CardTokensAction",
+  "CardTokensAction",
+  "Tokenet__Issuer__V1__CardTokensAction",
+  "tokenet.issuer.v1",
+  5,
+  tokenet__issuer__v1__card_tokens_action__enum_values_by_number,
+  5,
+  tokenet__issuer__v1__card_tokens_action__enum_values_by_name,
+  1,
+  tokenet__issuer__v1__card_tokens_action__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor tokenet__issuer__v1__issuer_card_care__method_descriptors[4] =
 {
   { "ChangeTokenStates", &tokenet__issuer__v1__issuer_change_token_states_request__descriptor, &tokenet__issuer__v1__issuer_change_token_states_response__descriptor },
   { "RenewCard", &tokenet__issuer__v1__issuer_renew_card_request__descriptor, &tokenet__issuer__v1__issuer_renew_card_response__descriptor },
   { "SendMessage", &tokenet__issuer__v1__issuer_send_message_request__descriptor, &tokenet__issuer__v1__issuer_send_message_response__descriptor },
+  { "SetCardStatus", &tokenet__issuer__v1__issuer_set_card_status_request__descriptor, &tokenet__issuer__v1__issuer_set_card_status_response__descriptor },
 };
 const unsigned tokenet__issuer__v1__issuer_card_care__method_indices_by_name[] = {
   0,        /* ChangeTokenStates */
   1,        /* RenewCard */
-  2         /* SendMessage */
+  2,        /* SendMessage */
+  3         /* SetCardStatus */
 };
 const ProtobufCServiceDescriptor tokenet__issuer__v1__issuer_card_care__descriptor =
 {
@@ -783,7 +1102,7 @@ const ProtobufCServiceDescriptor tokenet__issuer__v1__issuer_card_care__descript
   "IssuerCardCare",
   "Tokenet__Issuer__V1__IssuerCardCare",
   "tokenet.issuer.v1",
-  3,
+  4,
   tokenet__issuer__v1__issuer_card_care__method_descriptors,
   tokenet__issuer__v1__issuer_card_care__method_indices_by_name
 };
@@ -810,6 +1129,14 @@ void tokenet__issuer__v1__issuer_card_care__send_message(ProtobufCService *servi
 {
   assert(service->descriptor == &tokenet__issuer__v1__issuer_card_care__descriptor);
   service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__issuer__v1__issuer_card_care__set_card_status(ProtobufCService *service,
+                                                            const Tokenet__Issuer__V1__IssuerSetCardStatusRequest *input,
+                                                            Tokenet__Issuer__V1__IssuerSetCardStatusResponse_Closure closure,
+                                                            void *closure_data)
+{
+  assert(service->descriptor == &tokenet__issuer__v1__issuer_card_care__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__issuer__v1__issuer_card_care__init (Tokenet__Issuer__V1__IssuerCardCare_Service *service,
                                                   Tokenet__Issuer__V1__IssuerCardCare_ServiceDestroy destroy)

@@ -545,7 +545,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descri
   (ProtobufCMessageInit) tokenet__issuer__v1__list_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[10] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[11] =
 {
   {
     "card_id",
@@ -667,9 +667,22 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "blocked_reason",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerCard, blocked_reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] = {
   5,   /* field[5] = account_id */
+  10,   /* field[10] = blocked_reason */
   0,   /* field[0] = card_id */
   4,   /* field[4] = cardholder_name */
   8,   /* field[8] = digital_card_ids */
@@ -683,7 +696,7 @@ static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] 
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
 {
@@ -693,7 +706,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
   "Tokenet__Issuer__V1__IssuerCard",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerCard),
-  10,
+  11,
   tokenet__issuer__v1__issuer_card__field_descriptors,
   tokenet__issuer__v1__issuer_card__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_card__number_ranges,

@@ -23,6 +23,10 @@ extension IssuerV1.IssuerCardCare {
         public func sendMessage(_ request: IssuerV1.IssuerSendMessageRequest, options: CallOptions = CallOptions()) async throws -> IssuerV1.IssuerSendMessageResponse {
             try await rpc.unary(IssuerV1.IssuerCardCare.sendMessage, request, options: options)
         }
+
+        public func setCardStatus(_ request: IssuerV1.IssuerSetCardStatusRequest, options: CallOptions = CallOptions()) async throws -> IssuerV1.IssuerSetCardStatusResponse {
+            try await rpc.unary(IssuerV1.IssuerCardCare.setCardStatus, request, options: options)
+        }
     }
 
     /// What a server of `tokenet.issuer.v1.IssuerCardCare` implements; `register(on:)` routes every method to it.
@@ -30,6 +34,7 @@ extension IssuerV1.IssuerCardCare {
         func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws -> IssuerV1.IssuerChangeTokenStatesResponse
         func renewCard(_ request: IssuerV1.IssuerRenewCardRequest, context: ServerContext) async throws -> IssuerV1.IssuerRenewCardResponse
         func sendMessage(_ request: IssuerV1.IssuerSendMessageRequest, context: ServerContext) async throws -> IssuerV1.IssuerSendMessageResponse
+        func setCardStatus(_ request: IssuerV1.IssuerSetCardStatusRequest, context: ServerContext) async throws -> IssuerV1.IssuerSetCardStatusResponse
     }
 }
 
@@ -39,5 +44,6 @@ extension IssuerV1.IssuerCardCare.ServiceProtocol {
         router.unary(IssuerV1.IssuerCardCare.changeTokenStates) { try await self.changeTokenStates($0, context: $1) }
         router.unary(IssuerV1.IssuerCardCare.renewCard) { try await self.renewCard($0, context: $1) }
         router.unary(IssuerV1.IssuerCardCare.sendMessage) { try await self.sendMessage($0, context: $1) }
+        router.unary(IssuerV1.IssuerCardCare.setCardStatus) { try await self.setCardStatus($0, context: $1) }
     }
 }

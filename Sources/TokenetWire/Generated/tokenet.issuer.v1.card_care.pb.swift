@@ -4,6 +4,120 @@ import CTokenetProtos
 import Foundation
 
 extension IssuerV1 {
+    public struct IssuerSetCardStatusRequest: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.IssuerSetCardStatusRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_set_card_status_request())
+        }
+
+        public var cardID: String = ""
+
+        /// True blocks the card; false opens it again.
+        public var blocked: Bool = false
+
+        /// Why, e.g. "STOLEN", "LOST", "FRAUD", "FOUND": required to block; also the reason the tokens change with.
+        public var reasonCode: String = ""
+
+        public var tokens: IssuerV1.CardTokensAction = IssuerV1.CardTokensAction(rawValue: 0)
+
+        public init() {}
+
+        public init(
+            cardID: String = "",
+            blocked: Bool = false,
+            reasonCode: String = "",
+            tokens: IssuerV1.CardTokensAction = IssuerV1.CardTokensAction(rawValue: 0)
+        ) {
+            self.cardID = cardID
+            self.blocked = blocked
+            self.reasonCode = reasonCode
+            self.tokens = tokens
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.cardID = try reader.read(1)
+            self.blocked = try reader.read(2)
+            self.reasonCode = try reader.read(3)
+            self.tokens = try reader.read(4)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, cardID)
+            try writer.write(2, blocked)
+            try writer.write(3, reasonCode)
+            try writer.write(4, tokens)
+        }
+    }
+}
+
+extension IssuerV1 {
+    public struct IssuerSetCardStatusResponse: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.IssuerSetCardStatusResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_set_card_status_response())
+        }
+
+        public var cardID: String = ""
+
+        public var blocked: Bool = false
+
+        /// The block's reason; empty for an open card.
+        public var blockedReason: String = ""
+
+        /// False when the card already had this status.
+        public var changed: Bool = false
+
+        /// A result per token changed, as ChangeTokenStates with card_id answers (suspensions and resumes first, then the
+        /// deletions of tokens waiting for ID&V).
+        public var results: [TspV1.TokenStateResult] = []
+
+        public var deletedTokensSkipped: Int32 = 0
+
+        public var unknownTokensSkipped: Int32 = 0
+
+        public init() {}
+
+        public init(
+            cardID: String = "",
+            blocked: Bool = false,
+            blockedReason: String = "",
+            changed: Bool = false,
+            results: [TspV1.TokenStateResult] = [],
+            deletedTokensSkipped: Int32 = 0,
+            unknownTokensSkipped: Int32 = 0
+        ) {
+            self.cardID = cardID
+            self.blocked = blocked
+            self.blockedReason = blockedReason
+            self.changed = changed
+            self.results = results
+            self.deletedTokensSkipped = deletedTokensSkipped
+            self.unknownTokensSkipped = unknownTokensSkipped
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.cardID = try reader.read(1)
+            self.blocked = try reader.read(2)
+            self.blockedReason = try reader.read(3)
+            self.changed = try reader.read(4)
+            self.results = try reader.readRepeatedMessages(5)
+            self.deletedTokensSkipped = try reader.read(6)
+            self.unknownTokensSkipped = try reader.read(7)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, cardID)
+            try writer.write(2, blocked)
+            try writer.write(3, blockedReason)
+            try writer.write(4, changed)
+            try writer.write(5, repeatedMessages: results)
+            try writer.write(6, deletedTokensSkipped)
+            try writer.write(7, unknownTokensSkipped)
+        }
+    }
+}
+
+extension IssuerV1 {
     /// The tokens to change: digital_card_ids, or every token of card_id. The issuer sends them to the TSP
     /// (TokenLifecycle.ChangeIssuerTokenStates) at most 10 a call, as many calls as they take, and answers with every
     /// call's results together, a result per token in the order sent. A call that fails after another was answered gives
@@ -320,6 +434,61 @@ extension IssuerV1 {
 }
 
 extension IssuerV1 {
+    /// What happens to a card's tokens when it is blocked or opened again.
+    public enum CardTokensAction: ProtoEnum {
+        /// Blocking: SUSPEND. Opening: KEEP.
+        case unspecified
+        /// Leave them as they are.
+        case keep
+        /// Blocking only: suspend the live tokens with the block's reason, and delete those still waiting for ID&V, which
+        /// cannot be suspended and must not be activated.
+        case suspend
+        /// Blocking only: delete every token of the card.
+        case delete
+        /// Opening only: resume the tokens, lifting the issuer's own suspensions (another party's stands).
+        case resume
+        /// A value this build does not know, kept so that it survives a round trip.
+        case unrecognized(Int32)
+
+        public static let protoName = "tokenet.issuer.v1.CardTokensAction"
+        public static let knownCases: [CardTokensAction] = [.unspecified, .keep, .suspend, .delete, .resume]
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .keep
+            case 2: self = .suspend
+            case 3: self = .delete
+            case 4: self = .resume
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .keep: 1
+            case .suspend: 2
+            case .delete: 3
+            case .resume: 4
+            case .unrecognized(let value): value
+            }
+        }
+
+        public var protoValueName: String? {
+            switch self {
+            case .unspecified: "CARD_TOKENS_ACTION_UNSPECIFIED"
+            case .keep: "CARD_TOKENS_ACTION_KEEP"
+            case .suspend: "CARD_TOKENS_ACTION_SUSPEND"
+            case .delete: "CARD_TOKENS_ACTION_DELETE"
+            case .resume: "CARD_TOKENS_ACTION_RESUME"
+            case .unrecognized: nil
+            }
+        }
+    }
+}
+
+extension IssuerV1 {
     public enum IssuerCardCare {
         public static let serviceName = "tokenet.issuer.v1.IssuerCardCare"
 
@@ -335,9 +504,22 @@ extension IssuerV1 {
             service: serviceName, name: "SendMessage", kind: .unary, allowedRoles: ["operator"]
         )
 
+        /// Blocks a card (reported lost or stolen, closed for fraud) or opens it again. A blocked card is declined at
+        /// eligibility and digitization ("the card ending 1234 is blocked by the issuer (STOLEN)"), a stand-in approval of
+        /// it is deleted when the issuer hears of it (ISSUER_DECLINED), the issuer sends no code for its tokens waiting for
+        /// ID&V and activates none of them (call centre, app-to-app), and its app does not push it. The card's tokens
+        /// change with it as `tokens` says. Blocking a blocked card again, or opening an open one, changes nothing but the
+        /// tokens. Refusals: INVALID_ARGUMENT (no card_id; blocking without a reason_code or with one not 1-64 characters
+        /// of A-Z, 0-9 and _), NOT_FOUND (not the issuer's card).
+        public static let setCardStatus = MethodDescriptor<IssuerV1.IssuerSetCardStatusRequest, IssuerV1.IssuerSetCardStatusResponse>(
+            service: serviceName, name: "SetCardStatus", kind: .unary, allowedRoles: ["operator"]
+        )
+
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [changeTokenStates.erased, renewCard.erased, sendMessage.erased]
+            methods: [changeTokenStates.erased, renewCard.erased, sendMessage.erased, setCardStatus.erased]
         )
     }
 }
+
+extension IssuerV1.CardTokensAction: ProtoFieldValue {}

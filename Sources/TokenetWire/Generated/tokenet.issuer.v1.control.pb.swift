@@ -129,6 +129,9 @@ extension IssuerV1 {
         /// issuer answers the TSP's eligibility check with this reason, and digitizations never reach digitization_rule.
         public var notEligibleReason: String = ""
 
+        /// Set for a card the issuer's operator blocked (IssuerCardCare.SetCardStatus): the block's reason, e.g. "STOLEN".
+        public var blockedReason: String = ""
+
         public init() {}
 
         public init(
@@ -141,7 +144,8 @@ extension IssuerV1 {
             digitizationRule: String = "",
             pendingRenewal: IssuerV1.PendingCardRenewal? = nil,
             digitalCardIds: [String] = [],
-            notEligibleReason: String = ""
+            notEligibleReason: String = "",
+            blockedReason: String = ""
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
@@ -153,6 +157,7 @@ extension IssuerV1 {
             self.pendingRenewal = pendingRenewal
             self.digitalCardIds = digitalCardIds
             self.notEligibleReason = notEligibleReason
+            self.blockedReason = blockedReason
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -166,6 +171,7 @@ extension IssuerV1 {
             self.pendingRenewal = try reader.readMessage(8)
             self.digitalCardIds = try reader.readRepeated(9)
             self.notEligibleReason = try reader.read(10)
+            self.blockedReason = try reader.read(11)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -179,6 +185,7 @@ extension IssuerV1 {
             if let value = pendingRenewal { try writer.write(8, message: value) }
             try writer.write(9, repeated: digitalCardIds)
             try writer.write(10, notEligibleReason)
+            try writer.write(11, blockedReason)
         }
     }
 }

@@ -56,6 +56,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.IssuerRenewCardResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSendMessageRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSendMessageResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSetCardStatusRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSetCardStatusResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSyncWithTspRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSyncWithTspResponse.samples() as [any ProtoMessage]
     all += IssuerV1.LinkedAccountResult.samples() as [any ProtoMessage]
@@ -694,6 +696,7 @@ extension IssuerV1.IssuerCard {
         base.pendingRenewal = IssuerV1.PendingCardRenewal.samples()[0]
         base.digitalCardIds = ["digital_card_ids-9 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-10 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.notEligibleReason = "not_eligible_reason-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.blockedReason = "blocked_reason-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -762,6 +765,31 @@ extension IssuerV1.IssuerSendMessageResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension IssuerV1.IssuerSetCardStatusRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.blocked = true
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokens = IssuerV1.CardTokensAction(rawValue: 1)
+        return [base]
+    }
+}
+
+extension IssuerV1.IssuerSetCardStatusResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.blocked = true
+        base.blockedReason = "blocked_reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.changed = true
+        base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
+        base.deletedTokensSkipped = -6000018
+        base.unknownTokensSkipped = -7000021
         return [base]
     }
 }

@@ -17,6 +17,8 @@ PROTOBUF_C__BEGIN_DECLS
 #include "tokenet/rpc/v1/options.pb-c.h"
 #include "tokenet/tsp/v1/lifecycle.pb-c.h"
 
+typedef struct Tokenet__Issuer__V1__IssuerSetCardStatusRequest Tokenet__Issuer__V1__IssuerSetCardStatusRequest;
+typedef struct Tokenet__Issuer__V1__IssuerSetCardStatusResponse Tokenet__Issuer__V1__IssuerSetCardStatusResponse;
 typedef struct Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest;
 typedef struct Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse;
 typedef struct Tokenet__Issuer__V1__IssuerRenewCardRequest Tokenet__Issuer__V1__IssuerRenewCardRequest;
@@ -27,8 +29,81 @@ typedef struct Tokenet__Issuer__V1__IssuerSendMessageResponse Tokenet__Issuer__V
 
 /* --- enums --- */
 
+/*
+ * What happens to a card's tokens when it is blocked or opened again.
+ */
+typedef enum _Tokenet__Issuer__V1__CardTokensAction {
+  /*
+   * Blocking: SUSPEND. Opening: KEEP.
+   */
+  TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_UNSPECIFIED = 0,
+  /*
+   * Leave them as they are.
+   */
+  TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_KEEP = 1,
+  /*
+   * Blocking only: suspend the live tokens with the block's reason, and delete those still waiting for ID&V, which
+   * cannot be suspended and must not be activated.
+   */
+  TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_SUSPEND = 2,
+  /*
+   * Blocking only: delete every token of the card.
+   */
+  TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_DELETE = 3,
+  /*
+   * Opening only: resume the tokens, lifting the issuer's own suspensions (another party's stands).
+   */
+  TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_RESUME = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__ISSUER__V1__CARD_TOKENS_ACTION)
+} Tokenet__Issuer__V1__CardTokensAction;
 
 /* --- messages --- */
+
+struct  Tokenet__Issuer__V1__IssuerSetCardStatusRequest
+{
+  ProtobufCMessage base;
+  char *card_id;
+  /*
+   * True blocks the card; false opens it again.
+   */
+  protobuf_c_boolean blocked;
+  /*
+   * Why, e.g. "STOLEN", "LOST", "FRAUD", "FOUND": required to block; also the reason the tokens change with.
+   */
+  char *reason_code;
+  Tokenet__Issuer__V1__CardTokensAction tokens;
+};
+#define TOKENET__ISSUER__V1__ISSUER_SET_CARD_STATUS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_set_card_status_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, TOKENET__ISSUER__V1__CARD_TOKENS_ACTION__CARD_TOKENS_ACTION_UNSPECIFIED }
+
+
+struct  Tokenet__Issuer__V1__IssuerSetCardStatusResponse
+{
+  ProtobufCMessage base;
+  char *card_id;
+  protobuf_c_boolean blocked;
+  /*
+   * The block's reason; empty for an open card.
+   */
+  char *blocked_reason;
+  /*
+   * False when the card already had this status.
+   */
+  protobuf_c_boolean changed;
+  /*
+   * A result per token changed, as ChangeTokenStates with card_id answers (suspensions and resumes first, then the
+   * deletions of tokens waiting for ID&V).
+   */
+  size_t n_results;
+  Tokenet__Tsp__V1__TokenStateResult **results;
+  int32_t deleted_tokens_skipped;
+  int32_t unknown_tokens_skipped;
+};
+#define TOKENET__ISSUER__V1__ISSUER_SET_CARD_STATUS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_set_card_status_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, 0 }
+
 
 /*
  * The tokens to change: digital_card_ids, or every token of card_id. The issuer sends them to the TSP
@@ -185,6 +260,44 @@ struct  Tokenet__Issuer__V1__IssuerSendMessageResponse
     , (char *)protobuf_c_empty_string }
 
 
+/* Tokenet__Issuer__V1__IssuerSetCardStatusRequest methods */
+void   tokenet__issuer__v1__issuer_set_card_status_request__init
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusRequest         *message);
+size_t tokenet__issuer__v1__issuer_set_card_status_request__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusRequest   *message);
+size_t tokenet__issuer__v1__issuer_set_card_status_request__pack
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__issuer_set_card_status_request__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__IssuerSetCardStatusRequest *
+       tokenet__issuer__v1__issuer_set_card_status_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__issuer_set_card_status_request__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Issuer__V1__IssuerSetCardStatusResponse methods */
+void   tokenet__issuer__v1__issuer_set_card_status_response__init
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusResponse         *message);
+size_t tokenet__issuer__v1__issuer_set_card_status_response__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusResponse   *message);
+size_t tokenet__issuer__v1__issuer_set_card_status_response__pack
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__issuer_set_card_status_response__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSetCardStatusResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__IssuerSetCardStatusResponse *
+       tokenet__issuer__v1__issuer_set_card_status_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__issuer_set_card_status_response__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSetCardStatusResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest methods */
 void   tokenet__issuer__v1__issuer_change_token_states_request__init
                      (Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest         *message);
@@ -301,6 +414,12 @@ void   tokenet__issuer__v1__issuer_send_message_response__free_unpacked
                       ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Tokenet__Issuer__V1__IssuerSetCardStatusRequest_Closure)
+                 (const Tokenet__Issuer__V1__IssuerSetCardStatusRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Issuer__V1__IssuerSetCardStatusResponse_Closure)
+                 (const Tokenet__Issuer__V1__IssuerSetCardStatusResponse *message,
+                  void *closure_data);
 typedef void (*Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest_Closure)
                  (const Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *message,
                   void *closure_data);
@@ -338,6 +457,10 @@ struct Tokenet__Issuer__V1__IssuerCardCare_Service
                        const Tokenet__Issuer__V1__IssuerSendMessageRequest *input,
                        Tokenet__Issuer__V1__IssuerSendMessageResponse_Closure closure,
                        void *closure_data);
+  void (*set_card_status)(Tokenet__Issuer__V1__IssuerCardCare_Service *service,
+                          const Tokenet__Issuer__V1__IssuerSetCardStatusRequest *input,
+                          Tokenet__Issuer__V1__IssuerSetCardStatusResponse_Closure closure,
+                          void *closure_data);
 };
 typedef void (*Tokenet__Issuer__V1__IssuerCardCare_ServiceDestroy)(Tokenet__Issuer__V1__IssuerCardCare_Service *);
 void tokenet__issuer__v1__issuer_card_care__init (Tokenet__Issuer__V1__IssuerCardCare_Service *service,
@@ -348,7 +471,8 @@ void tokenet__issuer__v1__issuer_card_care__init (Tokenet__Issuer__V1__IssuerCar
     { TOKENET__ISSUER__V1__ISSUER_CARD_CARE__BASE_INIT,\
       function_prefix__ ## change_token_states,\
       function_prefix__ ## renew_card,\
-      function_prefix__ ## send_message  }
+      function_prefix__ ## send_message,\
+      function_prefix__ ## set_card_status  }
 void tokenet__issuer__v1__issuer_card_care__change_token_states(ProtobufCService *service,
                                                                 const Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *input,
                                                                 Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse_Closure closure,
@@ -361,9 +485,16 @@ void tokenet__issuer__v1__issuer_card_care__send_message(ProtobufCService *servi
                                                          const Tokenet__Issuer__V1__IssuerSendMessageRequest *input,
                                                          Tokenet__Issuer__V1__IssuerSendMessageResponse_Closure closure,
                                                          void *closure_data);
+void tokenet__issuer__v1__issuer_card_care__set_card_status(ProtobufCService *service,
+                                                            const Tokenet__Issuer__V1__IssuerSetCardStatusRequest *input,
+                                                            Tokenet__Issuer__V1__IssuerSetCardStatusResponse_Closure closure,
+                                                            void *closure_data);
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    tokenet__issuer__v1__card_tokens_action__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_set_card_status_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_set_card_status_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_request__descriptor;

@@ -124,10 +124,14 @@ struct  Tokenet__Issuer__V1__IssuerCard
    * issuer answers the TSP's eligibility check with this reason, and digitizations never reach digitization_rule.
    */
   char *not_eligible_reason;
+  /*
+   * Set for a card the issuer's operator blocked (IssuerCardCare.SetCardStatus): the block's reason, e.g. "STOLEN".
+   */
+  char *blocked_reason;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_card__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0,NULL, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
