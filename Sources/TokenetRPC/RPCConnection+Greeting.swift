@@ -47,7 +47,15 @@ extension RPCConnection {
     }
 
     private static func greeting(of core: Core) -> Greeting {
-        if core.machine.peerHelloReceived { return .greeted }
+        if core.machine.peerHelloReceived {
+            // A hello the peer closed the connection right behind (a goaway TOO_MANY_CONNECTIONS, which follows the
+            // hello, usually in the same read): no connection was made. Counted as one, it reset the channel's
+            // backoff, and a wallet refused by its TSP reconnected hundreds of times a second.
+            if core.machine.state == .closed, let problem = core.problem {
+                return .ended(core.transportFailure ?? TransportError(.io, problem))
+            }
+            return .greeted
+        }
         let ended = core.finished || core.closing || core.machine.state == .closed || core.machine.state == .draining
         guard ended else { return .waiting }
         if let failure = core.transportFailure { return .ended(failure) }

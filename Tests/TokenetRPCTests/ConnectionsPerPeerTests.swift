@@ -63,6 +63,34 @@ import TokenetWire
     }
 
     /// The refusal is a goaway of its own code, after the server's hello, so that a client reads it as the reason.
+    /// A channel refused as one connection too many counts the attempt as failed, says why, and backs off: it
+    /// counted the hello as a connection made, and reconnected at once for every call (a wallet refused by its TSP
+    /// made hundreds of connections a second).
+    @Test func aChannelRefusedAsOneTooManyBacksOff() async throws {
+        let server = RPCServer(router: InMemoryCallTests.echoRouter, connectionsPerPeer: 1)
+        let (held, _) = Self.connect(to: server, as: Self.hog)
+        #expect(try await Self.echo(held) == 2)
+        let attempts = Atomic<Int>(0)
+        let channel = RPCChannel(backoff: .init(initial: .seconds(30), maximum: .seconds(30))) {
+            attempts.add(1, ordering: .relaxed)
+            let (clientEnd, serverEnd) = InMemoryByteStream.pair(
+                client: Self.hog, server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+            Task { await server.serve(serverEnd) }
+            return clientEnd
+        }
+        for _ in 0..<3 {
+            let error = await #expect(throws: RPCError.self) {
+                _ = try await channel.unary(
+                    TestingV1.Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .milliseconds(500)))
+            }
+            #expect(error?.code == .unavailable)
+            #expect(error?.message.contains("already has 1 connections open") == true, "\(String(describing: error))")
+        }
+        #expect(attempts.load(ordering: .relaxed) == 1)
+        await channel.close()
+        await held.close()
+    }
+
     @Test func theRefusalFollowsTheHelloWithItsOwnCode() {
         var machine = ConnectionStateMachine(role: .server, settings: .defaults, agent: "test")
         let hello = machine.start()
