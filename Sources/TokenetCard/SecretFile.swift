@@ -25,6 +25,9 @@ public enum SecretFile {
     /// written, nor can two of them both create it.
     static func createExclusive(_ bytes: [UInt8], at path: String) throws(CardError) -> Bool {
         if access(path, F_OK) == 0 { return false }
+        // Only a file that is not there is made: one the process may not look at (a directory it cannot search)
+        // was taken for missing, and the refusal to create it read as if the key had never been made.
+        guard errno == ENOENT else { throw ioError("cannot look for", path) }
         let temporary = try writeTemporary(bytes, beside: path)
         defer { unlink(temporary) }
         guard link(temporary, path) == 0 else {

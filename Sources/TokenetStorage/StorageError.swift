@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// The one error type of TokenetStorage: a code to switch on, a readable message, the SQL that failed, SQLite's
 /// extended result code, and the cause.
@@ -159,9 +160,27 @@ extension StorageError {
             extended = sqlite3_extended_errcode(connection)
             if (extended & 0xFF) != (resultCode & 0xFF) { extended = resultCode }
             detail = String(cString: sqlite3_errmsg(connection))
+            detail += systemCause(resultCode, sqlite3_system_errno(connection))
         }
         let message = context.map { "\($0): \(detail)" } ?? detail
         return StorageError(code(for: resultCode), message, sql: sql, extendedResultCode: extended)
+    }
+
+    /// What the system said when SQLite could not open or use a file, with what to do for the usual causes:
+    /// "unable to open database file" alone read the same for a file of another owner and a process out of
+    /// descriptors. Empty for other failures, and when SQLite kept no system error.
+    static func systemCause(_ resultCode: Int32, _ systemErrno: Int32) -> String {
+        guard systemErrno != 0, [SQLITE_CANTOPEN, SQLITE_IOERR].contains(resultCode & 0xFF) else { return "" }
+        let said = "\(String(cString: strerror(systemErrno))) (errno \(systemErrno))"
+        switch systemErrno {
+        case EACCES, EPERM:
+            return "; the system said: \(said): check the owner and mode of the file and its directory (this "
+                + "process runs as uid \(getuid()))"
+        case EMFILE, ENFILE:
+            return "; the system said: \(said): the process is out of file descriptors (ulimit -n)"
+        default:
+            return "; the system said: \(said)"
+        }
     }
 
     /// Maps a primary or extended SQLite result code to a `Code`.

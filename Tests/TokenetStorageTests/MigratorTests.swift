@@ -294,3 +294,16 @@ import Testing
         #expect(try Migrator(Self.migrations).currentVersion(of: reopened) == 5)
     }
 }
+
+/// What SQLite's "unable to open database file" hides: the system's reason, with what to do for the usual ones.
+@Suite struct StorageSystemCauseTests {
+    @Test func theSystemsReasonIsAddedToOpenAndIOFailures() {
+        #expect(StorageError.systemCause(14, 0) == "")
+        #expect(StorageError.systemCause(1, 13) == "")
+        #expect(
+            StorageError.systemCause(14, 24).hasSuffix("(errno 24): the process is out of file descriptors (ulimit -n)")
+        )
+        #expect(StorageError.systemCause(14, 13).contains("(errno 13): check the owner and mode of the file"))
+        #expect(StorageError.systemCause(10 | (13 << 8), 5) == "; the system said: Input/output error (errno 5)")
+    }
+}
