@@ -1,5 +1,6 @@
 import Foundation
 import TokenetCard
+import TokenetWire
 
 /// What the issuer knows about the holder of a card when it offers ID&V methods.
 struct CardholderContact: Sendable, Equatable {
@@ -43,15 +44,19 @@ enum DigitizationOutcome: Sendable, Equatable {
     }
 }
 
-/// The wallet's risk scores, 1 (lowest risk) to 5; 0 means the TSP sent none.
+/// The wallet's risk scores, 1 (lowest risk) to 5; 0 means the TSP sent none. With them, the wallet's
+/// recommendation.
 struct RiskScores: Sendable, Equatable {
     var account: Int
     var device: Int
+    var recommendation: CardV1.WalletRecommendation = .unspecified
 }
 
 /// The pure decision rules: a card's rule and the wallet's scores in, the issuer's answer out.
 enum DigitizationPolicy {
     static let defaultScoreDeclineReason = "the wallet's risk scores are too high for this card"
+
+    static let recommendedDeclineReason = "the wallet provider recommended declining this digitization"
 
     static let heldSuspensionDeclineReason =
         "a suspension of this card stands in this wallet and the issuer has no way to verify the cardholder"
@@ -113,8 +118,14 @@ enum DigitizationPolicy {
             let worst =
                 (1...5).contains(risk.account) && (1...5).contains(risk.device)
                 ? max(risk.account, risk.device) : nil
+            // The wallet's recommendation weighs too, as issuers weigh it: a decline is a decline, and a request
+            // for authentication is never approved outright. (A rule of its own, approve or decline, stands.)
+            if risk.recommendation == .decline { return .declined(reason: recommendedDeclineReason) }
             guard let worst else { return .stepUp(offers(idv, contact: contact)) }
-            if worst <= approveAtMost { return .approved }
+            if worst <= approveAtMost {
+                return risk.recommendation == .requireAuthentication
+                    ? .stepUp(offers(idv, contact: contact)) : .approved
+            }
             if worst <= stepUpAtMost { return .stepUp(offers(idv, contact: contact)) }
             return .declined(reason: declineReason ?? defaultScoreDeclineReason)
         }

@@ -131,7 +131,8 @@ extension IssuerDecisionsService {
             differs && expiry != nil
             ? try store.renewedCard(describedBefore: pan, expiry: expiry, current: current) : nil
         let risk = RiskScores(
-            account: Int(advice.risk?.accountScore ?? 0), device: Int(advice.risk?.deviceScore ?? 0))
+            account: Int(advice.risk?.accountScore ?? 0), device: Int(advice.risk?.deviceScore ?? 0),
+            recommendation: advice.risk?.recommendation ?? .unspecified)
         let refusal =
             advice.decision == .approved
             ? Self.refusal(of: card, stored: stored, differs: differs, renewedFrom: earlier, risk: risk) : nil

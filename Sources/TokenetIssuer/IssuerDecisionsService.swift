@@ -57,7 +57,8 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let pan = try pan(of: card)
         let stored = try store.card(matching: pan)
         let risk = RiskScores(
-            account: Int(request.risk?.accountScore ?? 0), device: Int(request.risk?.deviceScore ?? 0))
+            account: Int(request.risk?.accountScore ?? 0), device: Int(request.risk?.deviceScore ?? 0),
+            recommendation: request.risk?.recommendation ?? .unspecified)
         let outcome: DigitizationOutcome
         let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
         let (eligible, reason) = evaluate(card, stored: stored, renewed: renewed, input: request.inputMethod)

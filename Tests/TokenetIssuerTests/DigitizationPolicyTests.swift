@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetCard
+import TokenetWire
 
 @testable import TokenetIssuer
 
@@ -48,6 +49,23 @@ import TokenetCard
         #expect(decide(rule, 1, 9) == stepUp)
         let custom = DigitizationRule.byScore(approveAtMost: 1, stepUpAtMost: 1, idv: [sms], declineReason: "too risky")
         #expect(decide(custom, 2, 1) == .declined(reason: "too risky"))
+    }
+
+    /// The wallet's recommendation weighs in a by-score rule: DECLINE declines whatever the scores, and
+    /// REQUIRE_AUTHENTICATION steps up a card the scores would approve; a fixed rule (approve, decline, step-up)
+    /// stands as written.
+    @Test func byScoreWeighsTheWalletsRecommendation() {
+        let rule = DigitizationRule.byScore(approveAtMost: 2, stepUpAtMost: 4, idv: [sms], declineReason: nil)
+        let stepUp = DigitizationOutcome.stepUp([IdvOffer(id: "otp-sms", type: .otpSMS, maskedValue: "***-***-0101")])
+        func decide(_ rule: DigitizationRule, _ recommendation: CardV1.WalletRecommendation) -> DigitizationOutcome {
+            DigitizationPolicy.decide(
+                rule, risk: RiskScores(account: 1, device: 1, recommendation: recommendation), contact: contact)
+        }
+        #expect(decide(rule, .approve) == .approved)
+        #expect(decide(rule, .unspecified) == .approved)
+        #expect(decide(rule, .requireAuthentication) == stepUp)
+        #expect(decide(rule, .decline) == .declined(reason: DigitizationPolicy.recommendedDeclineReason))
+        #expect(decide(.approve, .decline) == .approved)
     }
 
     /// A card whose suspension by the issuer or the TSP stands in the wallet account (the wallet deleted the
