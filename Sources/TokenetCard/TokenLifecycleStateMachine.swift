@@ -52,7 +52,7 @@ public struct TokenLifecycleStateMachine: Sendable, Equatable {
                 // "use resume" sent an issuer's call centre to a resume the TSP refuses it when the TSP suspended
                 // the token: who may lift a suspension depends on who made it (`SuspensionAuthority`).
                 return "cannot activate a token that is SUSPENDED; activation is for a token waiting for ID&V "
-                    + "(INACTIVE), and a suspension is lifted by a resume from the party that made it or one above it"
+                    + "(INACTIVE), and each suspension is lifted by a resume from the party that made it (or the TSP)"
             case (.suspend, .inactive), (.resume, .inactive):
                 // Only a token in use is suspended or resumed; the bare refusal left the person nowhere to go.
                 return "cannot \(event) a token that is INACTIVE; it is not in use yet (it waits for ID&V or for "

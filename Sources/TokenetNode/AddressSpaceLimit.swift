@@ -10,18 +10,39 @@ public enum AddressSpaceLimit {
     /// Below this the node is warned about: the lowest limit a node was seen to run under, with room to spare.
     public static let comfortable = 1 << 30
 
+    /// Threads a node may start (its event loops, the concurrency runtime's pool, its own helpers), with room.
+    public static let threadsNeeded = 64
+
     /// The soft address-space limit in bytes, or nil when there is none.
     public static func current() -> Int? {
+        soft(RLIMIT_AS)
+    }
+
+    /// The soft stack-size limit in bytes, which each new thread reserves (glibc's default), or nil when none.
+    public static func stack() -> Int? {
+        soft(RLIMIT_STACK)
+    }
+
+    private static func soft(_ resource: __rlimit_resource) -> Int? {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_AS.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
+        guard getrlimit(Int32(resource.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
         return Int(clamping: limit.rlim_cur)
     }
 
-    /// The warning for `limit` bytes, or nil when it is enough or there is none.
-    public static func warning(limit: Int?) -> String? {
-        guard let limit, limit < comfortable else { return nil }
-        return "the address-space limit is \(limit >> 20) MiB (ulimit -v): a node may fail when it runs short of "
-            + "memory, which it cannot answer with a status (it crashed under 400 MiB); give it at least "
-            + "\(comfortable >> 20) MiB"
+    /// The warning for an address-space limit of `limit` bytes with threads of `stack` bytes, or nil when they
+    /// leave enough or there is none. A large stack limit counts: each thread reserves that much address space, and
+    /// a node that could not start the concurrency runtime's threads hung at start, deaf to SIGTERM (the runtime
+    /// waits for a thread without end).
+    public static func warning(limit: Int?, stack: Int? = nil) -> String? {
+        guard let limit else { return nil }
+        if limit < comfortable {
+            return "the address-space limit is \(limit >> 20) MiB (ulimit -v): a node may fail when it runs short of "
+                + "memory, which it cannot answer with a status (it crashed under 400 MiB); give it at least "
+                + "\(comfortable >> 20) MiB"
+        }
+        guard let stack, stack > 0, limit / stack < threadsNeeded else { return nil }
+        return "the stack limit is \(stack >> 20) MiB (ulimit -s), which every thread reserves: under the "
+            + "address-space limit of \(limit >> 20) MiB (ulimit -v) about \(limit / stack) threads fit, and a node "
+            + "that cannot start the threads it needs hangs; lower ulimit -s (8 MiB is usual) or raise ulimit -v"
     }
 }

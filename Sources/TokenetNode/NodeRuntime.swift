@@ -92,7 +92,9 @@ public final class NodeRuntime: Sendable {
     ) throws(NodeError) -> NodeRuntime {
         let (options, descriptorWarning) = DescriptorBudget.fit(options, limit: DescriptorBudget.openFileLimit())
         if let descriptorWarning { logger.warning(descriptorWarning) }
-        if let memoryWarning = AddressSpaceLimit.warning(limit: AddressSpaceLimit.current()) {
+        if let memoryWarning = AddressSpaceLimit.warning(
+            limit: AddressSpaceLimit.current(), stack: AddressSpaceLimit.stack())
+        {
             logger.warning(memoryWarning)
         }
         try checkTLSFiles(options)

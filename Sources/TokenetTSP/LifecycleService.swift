@@ -174,11 +174,10 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                     .invalidArgument,
                     "request_id has \(request.requestID.utf8.count) bytes; at most \(Self.maxRequestIDLength) are kept")
             }
-            // Kept with the batch: an id that holds a card number would keep it in clear.
-            guard !IdentifierRules.holdsCardNumber(identifier: request.requestID) else {
-                throw TSPError(
-                    .invalidArgument,
-                    "request_id must be free of card numbers: it is kept with the batch; choose another (a UUID, say)")
+            // Kept with the batch, and shown: an id holding a card number would keep it in clear, and one with a line
+            // break or a format character (U+202E) is refused as Digitize refuses it.
+            if !request.requestID.isEmpty, let problem = IdentifierRules.problem(request.requestID) {
+                throw TSPError(.invalidArgument, "request_id must be \(problem); choose another (a UUID, say)")
             }
             let batchID = UUID().uuidString.lowercased()
             let body = TspV1.ReplenishmentBody(

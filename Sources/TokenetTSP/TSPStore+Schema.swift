@@ -376,9 +376,11 @@ extension TSPStore {
                 CREATE INDEX digitize_requests_receipt ON digitize_requests(receipt);
                 """),
         // Each party's suspension of a token (`SuspensionAuthority`): several may stand at once, and each is lifted
-        // by its own party. Kept after a token's deletion, for `HeldSuspension`. Filled from the history: a token
-        // SUSPENDED, or deleted while SUSPENDED, holds the suspension its last move to SUSPENDED placed (a
-        // renewal's event suspends nothing), as the single holder of the rules before.
+        // by its own party. Kept after a token's deletion, for `HeldSuspension`. Filled from the history, for a token
+        // SUSPENDED, or deleted while SUSPENDED: each party's latest move to SUSPENDED since the token was last in
+        // another state, unless that move lifted the party's own (a renewal's event suspends nothing). A suspension
+        // an issuer or the TSP "took over" under the rules before stands beside the one it took over: the safe
+        // reading, in which the upgrade lifts nobody's suspension.
         Migration(
             version: 27, name: "token_suspensions",
             sql: """
@@ -392,24 +394,31 @@ extension TSPStore {
                     PRIMARY KEY (digital_card_id, party)
                 );
                 INSERT INTO token_suspensions (digital_card_id, party, actor, reason, at_ms, event_id)
-                SELECT e.digital_card_id,
-                    CASE
-                        WHEN e.actor = 'wallet' OR e.actor LIKE 'wallet:%' THEN 'wallet'
-                        WHEN e.actor = 'issuer' OR e.actor LIKE 'issuer:%' OR e.actor = 'issuer-app'
-                            OR e.actor LIKE 'issuer-app:%' THEN 'issuer'
-                        ELSE 'tsp'
-                    END,
-                    e.actor, e.reason, e.at_ms, e.id
+                SELECT e.digital_card_id, CASE
+                    WHEN e.actor = 'wallet' OR e.actor LIKE 'wallet:%' THEN 'wallet'
+                    WHEN e.actor = 'issuer' OR e.actor LIKE 'issuer:%' OR e.actor = 'issuer-app'
+                        OR e.actor LIKE 'issuer-app:%' THEN 'issuer'
+                    ELSE 'tsp'
+                END, e.actor, e.reason, e.at_ms, e.id
                 FROM token_events e
-                WHERE e.id IN (
+                WHERE e.reason NOT LIKE '%; lifts %' AND e.id IN (
                     SELECT MAX(s.id) FROM token_events s JOIN tokens t ON t.digital_card_id = s.digital_card_id
                     WHERE s.to_state = 'SUSPENDED' AND s.reason NOT LIKE 'card renewed; %'
+                        AND s.id > COALESCE((
+                            SELECT MAX(b.id) FROM token_events b
+                            WHERE b.digital_card_id = s.digital_card_id
+                                AND b.to_state NOT IN ('SUSPENDED', 'DEACTIVATED')), 0)
                         AND (t.state = 'SUSPENDED'
                             OR (t.state = 'DEACTIVATED' AND (
                                 SELECT d.from_state FROM token_events d
                                 WHERE d.digital_card_id = t.digital_card_id AND d.to_state = 'DEACTIVATED'
                                 ORDER BY d.id DESC LIMIT 1) = 'SUSPENDED'))
-                    GROUP BY s.digital_card_id);
+                    GROUP BY s.digital_card_id, CASE
+                            WHEN s.actor = 'wallet' OR s.actor LIKE 'wallet:%' THEN 'wallet'
+                            WHEN s.actor = 'issuer' OR s.actor LIKE 'issuer:%' OR s.actor = 'issuer-app'
+                                OR s.actor LIKE 'issuer-app:%' THEN 'issuer'
+                            ELSE 'tsp'
+                        END);
                 """),
     ]
 }

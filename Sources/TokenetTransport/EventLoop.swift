@@ -140,7 +140,8 @@ public final class EventLoop: @unchecked Sendable {
             throw TransportError(
                 .io,
                 "cannot start the event loop's thread: \(String(cString: strerror(failure))) (errno \(failure)); the "
-                    + "process may be at its address-space or thread limit (ulimit -v, ulimit -u)")
+                    + "process may be at its address-space or thread limit (ulimit -v, ulimit -u), or each thread "
+                    + "may reserve too much of it (ulimit -s)")
         }
         started.wait()
     }

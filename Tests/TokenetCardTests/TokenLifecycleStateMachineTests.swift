@@ -36,7 +36,7 @@ import Testing
             .suspended, .activate,
             .rejected(
                 "cannot activate a token that is SUSPENDED; activation is for a token waiting for ID&V (INACTIVE), "
-                    + "and a suspension is lifted by a resume from the party that made it or one above it")
+                    + "and each suspension is lifted by a resume from the party that made it (or the TSP)")
         ),
         (.suspended, .suspend, .rejected("cannot suspend a token that is SUSPENDED; it is suspended already")),
         (.suspended, .resume, .to(.active)),

@@ -98,5 +98,12 @@ import TokenetTestSupport
             AddressSpaceLimit.warning(limit: 400 << 20)
                 == "the address-space limit is 400 MiB (ulimit -v): a node may fail when it runs short of memory, "
                 + "which it cannot answer with a status (it crashed under 400 MiB); give it at least 1024 MiB")
+        // Enough address space, but threads whose stacks take most of it.
+        #expect(AddressSpaceLimit.warning(limit: 2 << 30, stack: 8 << 20) == nil)
+        #expect(
+            AddressSpaceLimit.warning(limit: 1100 << 20, stack: 293 << 20)
+                == "the stack limit is 293 MiB (ulimit -s), which every thread reserves: under the address-space limit "
+                + "of 1100 MiB (ulimit -v) about 3 threads fit, and a node that cannot start the threads it needs "
+                + "hangs; lower ulimit -s (8 MiB is usual) or raise ulimit -v")
     }
 }

@@ -120,3 +120,63 @@ func indexNames(of table: String, in database: Database) throws -> [String] {
         """, [table]
     ).map { try $0.text(0) }
 }
+
+/// TSP migration 27 keeps each party's suspension of a token (`token_suspensions`), filled from the history: each
+/// party's latest move to SUSPENDED since the token was last in another state, so that a suspension taken over under
+/// the rules before stands beside the one that took it over, and the upgrade lifts nobody's.
+@Suite struct TokenSuspensionsMigrationTests {
+    @Test func eachPartysSuspensionStandingIsKept() throws {
+        let database = try Database.openInMemory()
+        defer { try? database.close() }
+        // The tokens below name an issuer this test does not make.
+        _ = try database.execute("PRAGMA foreign_keys=OFF")
+        _ = try Migrator(TSPStore.migrations.filter { $0.version < 27 }).migrate(database)
+        let tokens: [(String, String)] = [
+            ("DN-TAKEN", "SUSPENDED"), ("DN-RESUMED", "SUSPENDED"), ("DN-DELETED", "DEACTIVATED"),
+            ("DN-ACTIVE", "ACTIVE"), ("DN-RENEWED", "SUSPENDED"),
+        ]
+        for (card, state) in tokens {
+            _ = try database.execute(
+                """
+                INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan,
+                    pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms)
+                VALUES (?, 'VISA', x'00', '0001', '12/30', x'00', '1111', 'bank-a', 'account-1', 'device-1', ?, 1, 1)
+                """, [card, state])
+        }
+        // (token, from, to, actor, reason), in order.
+        let events: [(String, String?, String, String, String)] = [
+            // The wallet's suspension, which the issuer took over under the old rules.
+            ("DN-TAKEN", "ACTIVE", "SUSPENDED", "wallet:wallet-1", "DEVICE_LOST"),
+            ("DN-TAKEN", "SUSPENDED", "SUSPENDED", "issuer:bank-a", "LOST_CARD"),
+            // Suspended by the wallet, resumed, then suspended by the TSP alone.
+            ("DN-RESUMED", "ACTIVE", "SUSPENDED", "wallet:wallet-1", "USER_REQUEST"),
+            ("DN-RESUMED", "SUSPENDED", "ACTIVE", "wallet:wallet-1", "USER_REQUEST"),
+            ("DN-RESUMED", "ACTIVE", "SUSPENDED", "tsp", "FRAUD_SUSPECTED"),
+            // Suspended by the issuer, then deleted by the wallet: the hold stays.
+            ("DN-DELETED", "ACTIVE", "SUSPENDED", "issuer:bank-a", "FRAUD_SUSPECTED"),
+            ("DN-DELETED", "SUSPENDED", "DEACTIVATED", "wallet:wallet-1", "USER_REQUEST"),
+            ("DN-ACTIVE", "ACTIVE", "SUSPENDED", "issuer:bank-a", "LOST_CARD"),
+            ("DN-ACTIVE", "SUSPENDED", "ACTIVE", "issuer:bank-a", "FOUND"),
+            // A renewal's event suspends nothing.
+            ("DN-RENEWED", "ACTIVE", "SUSPENDED", "tsp", "FRAUD_SUSPECTED"),
+            ("DN-RENEWED", "SUSPENDED", "SUSPENDED", "issuer:bank-a", "card renewed; funding card now ends in 1129"),
+        ]
+        for (card, from, to, actor, reason) in events {
+            _ = try database.execute(
+                """
+                INSERT INTO token_events (digital_card_id, at_ms, from_state, to_state, actor, reason, trace_id)
+                VALUES (?, 5, ?, ?, ?, ?, 't')
+                """, [card, from, to, actor, reason])
+        }
+        #expect(try Migrator(TSPStore.migrations).migrate(database).map(\.version) == [27])
+        let rows = try database.query(
+            "SELECT digital_card_id, party, reason FROM token_suspensions ORDER BY digital_card_id, party"
+        ).map { [try $0.text(0), try $0.text(1), try $0.text(2)] }
+        #expect(
+            rows == [
+                ["DN-DELETED", "issuer", "FRAUD_SUSPECTED"], ["DN-RENEWED", "tsp", "FRAUD_SUSPECTED"],
+                ["DN-RESUMED", "tsp", "FRAUD_SUSPECTED"], ["DN-TAKEN", "issuer", "LOST_CARD"],
+                ["DN-TAKEN", "wallet", "DEVICE_LOST"],
+            ], "\(rows)")
+    }
+}

@@ -314,6 +314,10 @@ import TokenetWire
             try await wallet.replenishPaymentKeys(
                 .init(digitalCardID: id, keysRemaining: 0, requestID: "key-4111-1111-1111-1111"))
         }
+        await expectRPCError(.invalidArgument, "request_id must be 1 to 64 characters without spaces, control") {
+            try await wallet.replenishPaymentKeys(
+                .init(digitalCardID: id, keysRemaining: 0, requestID: "line\nforged=1 \u{202E}evil"))
+        }
         // A token no longer ACTIVE gets no new batch; a request asked again is answered with the batch it was
         // issued, so a wallet whose answer was lost while the token was suspended learns what it holds.
         _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))

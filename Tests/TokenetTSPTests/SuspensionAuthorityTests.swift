@@ -191,7 +191,7 @@ import TokenetWire
         #expect(published.map(\.initiator) == ["wallet", "issuer", "issuer"])
         #expect(zip(published, published.dropFirst()).allSatisfy { $1.stateVersion == $0.stateVersion + 1 })
         #expect(published[1].heldSuspensionsShown == "; held by wallet (DEVICE_LOST), issuer (LOST_CARD)")
-        #expect(published[2].heldSuspensionsShown == "; held by wallet (DEVICE_LOST)")
+        #expect(published[2].heldSuspensionsShown == "; issuer's suspension lifted, still held by wallet (DEVICE_LOST)")
 
         // The issuer holds none now: its resume is refused, naming the wallet's.
         let refused = try await issuer.changeIssuerTokenStates(
