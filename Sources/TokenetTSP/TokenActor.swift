@@ -3,7 +3,7 @@
 /// by the token's issuer id (`issuer:tokenet-bank`), an issuer app by its issuer and user. A call-centre activation
 /// was recorded `issuer:ID` while the issuer's other changes were a bare `issuer` (and a wallet's suspend a bare
 /// `wallet` beside its ID&V's `wallet:ID`), so the history read as if two parties had acted. Rows stored before keep
-/// their form; `SuspensionAuthority` ranks either by the part before the colon.
+/// their form; `SuspensionAuthority` finds the party of either by the part before the colon.
 enum TokenActor {
     static func wallet(node nodeID: String?) -> String { "wallet:\(nodeID ?? "unknown")" }
 
