@@ -81,14 +81,14 @@ extension IssuerCardCareService {
 
     /// Checks a reason code as the TSP does (the block's reason is kept, and goes with the tokens' changes).
     static func checkReason(_ code: String) throws {
-        guard !code.isEmpty else {
+        switch IdentifierRules.reasonCodeProblem(code) {
+        case nil:
+            return
+        case .missing:
             throw RPCError(.invalidArgument, "reason_code is required to block a card, e.g. LOST, STOLEN, FRAUD")
-        }
-        guard code.count <= 64, code.utf8.allSatisfy({ ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || $0 == 95 })
-        else {
+        case .form:
             throw RPCError(.invalidArgument, "reason_code must be 1-64 characters of A-Z, 0-9 and _, e.g. STOLEN")
-        }
-        guard !IdentifierRules.holdsCardNumber(identifier: code) else {
+        case .cardNumber:
             throw RPCError(
                 .invalidArgument, "reason_code holds what looks like a card number; give a reason such as STOLEN")
         }

@@ -33,6 +33,23 @@ public enum IdentifierRules {
         return nil
     }
 
+    /// What is wrong with a reason code (a token change's, a card block's), or nil: required, 1 to 64 of A-Z, 0-9 and
+    /// _ (shown to people and kept in the audit trail), and no card number, which the code would carry to every
+    /// party in clear.
+    public enum ReasonCodeProblem: Sendable, Equatable {
+        case missing
+        case form
+        case cardNumber
+    }
+
+    public static func reasonCodeProblem(_ code: String) -> ReasonCodeProblem? {
+        guard !code.isEmpty else { return .missing }
+        guard code.utf8.count <= 64,
+            code.utf8.allSatisfy({ ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || $0 == 95 })
+        else { return .form }
+        return holdsCardNumber(identifier: code) ? .cardNumber : nil
+    }
+
     /// A new random identifier, a lowercased UUID, that `holdsCardNumber` does not refuse: the digits of a UUID's hex,
     /// joined by its hyphens, read as a card number now and then, and a party that sent one as a request id would
     /// be refused for it (or, where ids are not checked, have it masked in every log line).

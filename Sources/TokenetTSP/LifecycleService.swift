@@ -238,22 +238,21 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
 
     /// A reason code: required, short, upper-case words (it is shown to people and stored in the audit trail).
     static func reason(_ code: String) throws -> String {
-        guard !code.isEmpty else {
+        switch IdentifierRules.reasonCodeProblem(code) {
+        case nil:
+            return code
+        case .missing:
             throw TSPError(.invalidArgument, "reason_code is required, e.g. USER_REQUEST, LOST_CARD, FRAUD_SUSPECTED")
-        }
-        guard code.count <= 64, code.utf8.allSatisfy({ ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || $0 == 95 })
-        else {
+        case .form:
             throw TSPError(
                 .invalidArgument, "reason_code must be 1-64 characters of A-Z, 0-9 and _, e.g. LOST_CARD")
-        }
-        // Digits are allowed, but not a card number: the code is kept in the token's history and told to every
-        // party, where card numbers only ever appear encrypted or masked.
-        guard !IdentifierRules.holdsCardNumber(identifier: code) else {
+        case .cardNumber:
+            // Digits are allowed, but not a card number: the code is kept in the token's history and told to every
+            // party, where card numbers only ever appear encrypted or masked.
             throw TSPError(
                 .invalidArgument,
                 "reason_code holds what looks like a card number, which the TSP would keep and tell every party; "
                     + "give a code such as LOST_CARD")
         }
-        return code
     }
 }

@@ -75,34 +75,41 @@ struct NotificationChoreography: DemoChoreography {
         report(
             "Suspensions by the cardholder in the wallet and by the issuer, each lifted by its own party (CPS "
                 + "CARD_STATE)")
-        _ = try nodes.call(.wallet, "wallet suspend \(cardRef) --reason USER_REQUEST", report) { client, options in
-            try await WalletV1.WalletLifecycle.Client(client).changeCardState(
-                .init(cardRef: cardRef, action: .suspend, reasonCode: "USER_REQUEST"), options: options)
-        }
+        _ = try walletChange(cardRef, .suspend, nodes, report)
         try seenEverywhere(id, cardRef, state: .suspended, nodes, report)
-        let held = try nodes.call(.issuer, "issuer suspend-tokens \(id) --reason LOST_CARD", report) {
-            client, options in
-            try await IssuerV1.IssuerCardCare.Client(client).changeTokenStates(
-                .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"), options: options)
-        }
-        report(indent(PartyText.tokenResults(held.results)))
-        try expect(held.results.first?.statusCode == 0, "the TSP to add the issuer's suspension")
+        try issuerChange(id, .suspend, "LOST_CARD", expecting: "the TSP to add the issuer's suspension", nodes, report)
         // The cardholder lifts their own suspension; the issuer's keeps the token SUSPENDED.
-        let lifted = try nodes.call(.wallet, "wallet resume \(cardRef) --reason USER_REQUEST", report) {
-            client, options in
-            try await WalletV1.WalletLifecycle.Client(client).changeCardState(
-                .init(cardRef: cardRef, action: .resume, reasonCode: "USER_REQUEST"), options: options)
-        }
+        let lifted = try walletChange(cardRef, .resume, nodes, report)
         report("    wallet: \(cardRef) is \(PartyText.state(lifted.card?.state ?? .unspecified))")
         try expect(lifted.card?.state == .suspended, "the token to stay SUSPENDED under the issuer's suspension")
-        let resumed = try nodes.call(.issuer, "issuer resume-tokens \(id) --reason CARD_FOUND", report) {
+        try issuerChange(id, .resume, "CARD_FOUND", expecting: "the TSP to resume the token", nodes, report)
+        try seenEverywhere(id, cardRef, state: .active, nodes, report)
+    }
+
+    /// The cardholder's suspend or resume of card `cardRef` in the wallet (reason USER_REQUEST).
+    private func walletChange(
+        _ cardRef: String, _ action: TspV1.LifecycleAction, _ nodes: Nodes, _ report: (String) -> Void
+    ) throws(CLIError) -> WalletV1.WalletChangeCardStateResponse {
+        let word = action == .suspend ? "suspend" : "resume"
+        return try nodes.call(.wallet, "wallet \(word) \(cardRef) --reason USER_REQUEST", report) { client, options in
+            try await WalletV1.WalletLifecycle.Client(client).changeCardState(
+                .init(cardRef: cardRef, action: action, reasonCode: "USER_REQUEST"), options: options)
+        }
+    }
+
+    /// The issuer's suspend or resume of token `id`, its results shown; `expecting` names what a refusal fails.
+    private func issuerChange(
+        _ id: String, _ action: TspV1.LifecycleAction, _ reason: String, expecting: String, _ nodes: Nodes,
+        _ report: (String) -> Void
+    ) throws(CLIError) {
+        let word = action == .suspend ? "suspend" : "resume"
+        let changed = try nodes.call(.issuer, "issuer \(word)-tokens \(id) --reason \(reason)", report) {
             client, options in
             try await IssuerV1.IssuerCardCare.Client(client).changeTokenStates(
-                .init(digitalCardIds: [id], action: .resume, reasonCode: "CARD_FOUND"), options: options)
+                .init(digitalCardIds: [id], action: action, reasonCode: reason), options: options)
         }
-        report(indent(PartyText.tokenResults(resumed.results)))
-        try expect(resumed.results.first?.statusCode == 0, "the TSP to resume the token")
-        try seenEverywhere(id, cardRef, state: .active, nodes, report)
+        report(indent(PartyText.tokenResults(changed.results)))
+        try expect(changed.results.first?.statusCode == 0, expecting)
     }
 
     /// The TSP's token, the wallet's card, and the issuer app's notification and card view all in `state`.
