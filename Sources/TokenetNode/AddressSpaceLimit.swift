@@ -23,7 +23,8 @@ public enum AddressSpaceLimit {
         soft(RLIMIT_STACK)
     }
 
-    private static func soft(_ resource: __rlimit_resource) -> Int? {
+    /// The soft limit on `resource`, or nil when the system does not say (or sets none).
+    static func soft(_ resource: __rlimit_resource) -> Int? {
         var limit = rlimit()
         guard getrlimit(Int32(resource.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
         return Int(clamping: limit.rlim_cur)

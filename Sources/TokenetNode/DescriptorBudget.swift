@@ -20,11 +20,7 @@ public enum DescriptorBudget {
 
     /// The soft limit on open files, or nil when the system does not say (or sets none).
     public static func openFileLimit() -> Int? {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {
-            return nil
-        }
-        return Int(clamping: limit.rlim_cur)
+        AddressSpaceLimit.soft(RLIMIT_NOFILE)
     }
 
     /// `options` with its connection limits fitted to `limit` descriptors, and the warning to log, if any. Each limit
