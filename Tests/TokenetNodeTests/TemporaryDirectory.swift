@@ -8,6 +8,9 @@ final class TemporaryDirectory {
     init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-test-\(TestScratch.uniqueName())")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // The owner's only, whatever the umask: a test that sets `umask 000` for a moment (the data directory's
+        // mode test) ran beside one whose directory came out 0777, and the node refused a key kept there.
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: url.path)
     }
 
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
