@@ -144,7 +144,8 @@ extension IssuerDecisionsService {
                 deviceID: advice.device?.deviceID ?? "", deviceType: advice.device?.deviceType ?? "",
                 risk: risk,
                 recommendation: Int(advice.risk?.recommendation.rawValue ?? 0), rule: Self.standInRule,
-                outcome: outcome),
+                outcome: outcome, tokenRequestorID: advice.tokenRequestorID,
+                tokenType: Int(advice.tokenType.rawValue)),
             card: stored, outdated: outdated && advice.decision == .approved, refusal: refusal,
             reason: advice.reason, decisionName: decision)
     }

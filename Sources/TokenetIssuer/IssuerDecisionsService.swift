@@ -83,9 +83,14 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 inputMethod: Int(request.inputMethod.rawValue), deviceID: request.device?.deviceID ?? "",
                 deviceType: request.device?.deviceType ?? "", risk: risk,
                 recommendation: Int(request.risk?.recommendation.rawValue ?? 0), rule: stored?.rule.name,
-                outcome: outcome, walletNodeID: request.walletNodeID.isEmpty ? nil : request.walletNodeID),
+                outcome: outcome, walletNodeID: request.walletNodeID.isEmpty ? nil : request.walletNodeID,
+                tokenRequestorID: request.tokenRequestorID, tokenType: Int(request.tokenType.rawValue)),
             at: now())
         let log = logger.withTraceID(context.traceID)
+        // Who asks for the token, and where it will live: issuers decide by them, and reading a decision in the log
+        // needs them.
+        let requestor = request.tokenRequestorID.isEmpty ? "none" : request.tokenRequestorID
+        let tokenType = request.tokenType.protoValueName ?? String(request.tokenType.rawValue)
         // The TSP asks about a token it is creating, or asks again for one whose digitization it resumed: it knows
         // the token, whatever it answered before.
         if !request.digitalCardID.isEmpty {
@@ -107,7 +112,9 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 decided,
                 [
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
-                    "account_score": "\(risk.account)", "device_score": "\(risk.device)", "reason": reason,
+                    "account_score": "\(risk.account)", "device_score": "\(risk.device)",
+                    "token_requestor_id": requestor,
+                    "token_type": tokenType, "reason": reason,
                 ])
         } else if let held = request.heldSuspension {
             // Why a card whose rule approves was stepped up.
@@ -116,6 +123,8 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 [
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)",
+                    "token_requestor_id": requestor,
+                    "token_type": tokenType,
                     "held_suspension": Self.describe(held),
                 ])
         } else {
@@ -124,6 +133,8 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 [
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)",
+                    "token_requestor_id": requestor,
+                    "token_type": tokenType,
                 ])
         }
         var response = Self.response(outcome)

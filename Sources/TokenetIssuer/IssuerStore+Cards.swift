@@ -162,6 +162,9 @@ struct DecisionRecord: Sendable {
     var outcome: DigitizationOutcome
     /// The wallet node the token is digitized through, as the TSP said (`wallet_node_id`); nil when it did not.
     var walletNodeID: String? = nil
+    /// The token requestor and token type the wallet gave (empty and 0 when it gave none).
+    var tokenRequestorID = ""
+    var tokenType = 0
 }
 
 extension IssuerStore {
@@ -202,14 +205,15 @@ extension IssuerStore {
             """
             INSERT INTO decisions (decided_at, card_id, last4, digital_card_id, token_last4, wallet_account_id,
                 input_method, device_id, device_type, account_score, device_score, recommendation, rule,
-                decision, reason, idv_methods, wallet_node_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                decision, reason, idv_methods, wallet_node_id, token_requestor_id, token_type)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 timestamp(date), decision.cardID, decision.last4, decision.digitalCardID, decision.tokenLast4,
                 decision.walletAccountID, decision.inputMethod, decision.deviceID, decision.deviceType,
                 decision.risk.account, decision.risk.device, decision.recommendation, decision.rule,
-                decision.outcome.name, reason, idv, decision.walletNodeID,
+                decision.outcome.name, reason, idv, decision.walletNodeID, decision.tokenRequestorID,
+                decision.tokenType,
             ])
     }
 

@@ -120,6 +120,13 @@ final class IssuerStore: Sendable {
                 ALTER TABLE cards ADD COLUMN blocked_reason TEXT;
                 ALTER TABLE cards ADD COLUMN blocked_at_ms INTEGER;
                 """),
+        // The token requestor and token type each digitization names (`AuthorizeDigitizationRequest`).
+        Migration(
+            version: 24, name: "decision-token-requestors",
+            sql: """
+                ALTER TABLE decisions ADD COLUMN token_requestor_id TEXT NOT NULL DEFAULT '';
+                ALTER TABLE decisions ADD COLUMN token_type INTEGER NOT NULL DEFAULT 0;
+                """),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

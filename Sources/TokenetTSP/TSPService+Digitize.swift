@@ -36,6 +36,7 @@ extension TSPService {
         }
         if let device = request.device { try Self.checkDevice(device) }
         if let risk = request.risk { try Self.checkRisk(risk) }
+        try Self.checkTokenRequestor(request)
         try await expireAbandonedStepUps(traceID: traceID, log: log)
         let start = try store.beginDigitization(
             request, nowMs: nowMs, traceID: traceID, walletNodeID: walletNodeID
@@ -165,6 +166,8 @@ extension TSPService {
             question.walletAccountID = pending.token.walletAccountID
             question.walletNodeID = pending.token.walletNodeID ?? ""
             question.heldSuspension = held?.wire
+            question.tokenRequestorID = request.tokenRequestorID
+            question.tokenType = request.tokenType
             let answer = try await issuers.decisions(for: issuerRecord).authorizeDigitization(
                 question, options: options)
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
@@ -249,6 +252,26 @@ extension TSPService {
                 .invalidArgument,
                 "risk.recommendation \(risk.recommendation.rawValue) is not a recommendation: give one of "
                     + CardV1.WalletRecommendation.knownCases.compactMap(\.protoValueName).joined(separator: ", "))
+        }
+    }
+
+    /// The token requestor's id and token type go to the issuer, which may decide by them: an id that is not a
+    /// scheme's (11 digits) or a type the enum does not name would reach it as if it meant something.
+    static func checkTokenRequestor(_ request: TspV1.DigitizeRequest) throws {
+        let id = request.tokenRequestorID
+        if !id.isEmpty, id.utf8.count != 11 || !id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            // Not quoted: whatever was sent in its place (a card number, say) would go into logs and listings.
+            throw TSPError(
+                .invalidArgument,
+                "token_requestor_id is not a token requestor id (\(id.unicodeScalars.count) characters): it takes the "
+                    + "11 digits the card's scheme assigned the wallet (40010030273 is Apple Pay's at Visa), or "
+                    + "nothing when the wallet has none")
+        }
+        guard request.tokenType.protoValueName != nil else {
+            throw TSPError(
+                .invalidArgument,
+                "token_type \(request.tokenType.rawValue) is not a token type: give one of "
+                    + CardV1.TokenType.knownCases.compactMap(\.protoValueName).joined(separator: ", "))
         }
     }
 }

@@ -33,6 +33,8 @@ extension TSPService {
             advice.device = request.device
             advice.risk = request.risk
             advice.walletAccountID = pending.token.walletAccountID
+            advice.tokenRequestorID = request.tokenRequestorID
+            advice.tokenType = request.tokenType
             advice.decidedAtMs = nowMs
             return advice
         } catch {

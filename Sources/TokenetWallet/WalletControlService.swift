@@ -208,7 +208,9 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 termsAcceptedAtMs: attempt.termsAcceptedAtMs ?? acceptedAt,
                 device: configuration.device,
                 walletAccountID: account,
-                risk: configuration.risk)
+                risk: configuration.risk,
+                tokenRequestorID: configuration.provider.tokenRequestorID(for: card.scheme),
+                tokenType: configuration.provider.tokenType)
             let result: TspV1.DigitizeResponse
             do {
                 result = try await tsp.digitize(digitize)

@@ -18,13 +18,30 @@ public enum WalletProvider: String, Sendable, CaseIterable {
         }
     }
 
-    /// Visa's token requestor id of the wallet.
+    /// Visa's token requestor id of the wallet, for the activation data of the Android wallets (Apple Pay opens the
+    /// issuer app with a pass instead).
     public var visaTokenRequestorID: String? {
-        switch self {
-        case .googlePay: "40010075001"
-        case .samsungPay: "40010043095"
-        case .applePay: nil
+        self == .applePay ? nil : tokenRequestorID(for: .visa)
+    }
+
+    /// The id the card's scheme gave the wallet as a token requestor, as each scheme publishes it; empty for a scheme
+    /// the wallet has none for. The TSP passes it to the issuer with the digitization.
+    public func tokenRequestorID(for scheme: CardV1.CardScheme) -> String {
+        switch (self, scheme) {
+        case (.applePay, .visa): "40010030273"
+        case (.applePay, .mastercard): "50110030273"
+        case (.googlePay, .visa): "40010075001"
+        case (.googlePay, .mastercard): "50120834693"
+        case (.samsungPay, .visa): "40010043095"
+        case (.samsungPay, .mastercard): "50139059239"
+        default: ""
         }
+    }
+
+    /// Where the wallet keeps its tokens: Apple Pay in the device's secure element, the Android wallets in the app
+    /// (host card emulation).
+    public var tokenType: CardV1.TokenType {
+        self == .applePay ? .secureElement : .hce
     }
 }
 

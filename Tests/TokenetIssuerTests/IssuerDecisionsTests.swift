@@ -28,7 +28,8 @@ import TokenetWire
     }
 
     func authorize(
-        _ card: (String, String, String), scores: (UInt32, UInt32) = (1, 1), deviceID: String = "device-1"
+        _ card: (String, String, String), scores: (UInt32, UInt32) = (1, 1), deviceID: String = "device-1",
+        requestor: (id: String, type: CardV1.TokenType) = ("", .unspecified)
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         var request = IssuerV1.AuthorizeDigitizationRequest()
         request.encryptedCardData = try Support.encrypted(
@@ -39,6 +40,8 @@ import TokenetWire
         request.inputMethod = .manual
         request.device = CardV1.DeviceInfo(deviceID: deviceID, deviceType: "PHONE")
         request.risk = CardV1.WalletRiskData(accountScore: scores.0, deviceScore: scores.1, recommendation: .approve)
+        request.tokenRequestorID = requestor.id
+        request.tokenType = requestor.type
         return try await client.authorizeDigitization(request)
     }
 
@@ -161,7 +164,7 @@ import TokenetWire
     }
 
     @Test func everyDecisionIsRecordedWithItsInputs() async throws {
-        _ = try await authorize(Cards.visaApprove)
+        _ = try await authorize(Cards.visaApprove, requestor: ("40010030273", .secureElement))
         _ = try await authorize(Cards.mcScore, scores: (3, 2))
         _ = try await authorize(("", "5400000030000009", "01/30"))
         let rows = try party.store.database.query("SELECT * FROM decisions ORDER BY id")
@@ -179,6 +182,17 @@ import TokenetWire
         #expect(try scored.text("device_id") == "device-1")
         #expect(try scored.text("wallet_account_id") == "wallet-account-1")
         #expect(try rows[2].text("reason") == "the issuer has no card ending 0009")
+        // Who asked for the token and where it lives, in the record and in the decision's log line.
+        #expect(try rows[0].text("token_requestor_id") == "40010030273")
+        #expect(try rows[0].int("token_type") == Int(CardV1.TokenType.secureElement.rawValue))
+        #expect(try scored.text("token_requestor_id") == "" && scored.int("token_type") == 0)
+        let decided = logs.lines.filter { $0.contains("digitization decided") }
+        #expect(decided.count == 3, "\(decided)")
+        #expect(
+            decided.first?.contains("token_requestor_id=40010030273 token_type=TOKEN_TYPE_SECURE_ELEMENT") == true,
+            "\(decided)")
+        #expect(
+            decided.dropFirst().allSatisfy { $0.contains("token_requestor_id=none token_type=TOKEN_TYPE_UNSPECIFIED") })
     }
 
     @Test func badCardDataIsRefusedWithAReason() async throws {

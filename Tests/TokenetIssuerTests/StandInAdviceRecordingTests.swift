@@ -37,6 +37,8 @@ import TokenetWire
         body.walletAccountID = "wa-1"
         body.device = CardV1.DeviceInfo(deviceID: "d-1", deviceType: "PHONE", deviceName: "Phone")
         body.decidedAtMs = 1_790_000_000_000
+        body.tokenRequestorID = "40010075001"
+        body.tokenType = .hce
         var message = TspV1.Notification(
             messageID: messageID, sender: "CPS", topic: "D1_NOTIFICATION", messageType: "STAND_IN_ADVICE",
             cardID: digitalCardID)
@@ -49,9 +51,10 @@ import TokenetWire
         try await notifications.handle(try Self.advice("DNISTANDIN1", messageID: "m-1"))
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNISTANDIN1"])
         let rows = try party.store.database.query(
-            "SELECT rule, decision, token_last4 FROM decisions WHERE digital_card_id = 'DNISTANDIN1'"
-        ).map { [try $0.text(0), try $0.text(1), try $0.text(2)] }
-        #expect(rows == [["stand-in", "APPROVED", "4321"]])
+            "SELECT rule, decision, token_last4, token_requestor_id, token_type FROM decisions "
+                + "WHERE digital_card_id = 'DNISTANDIN1'"
+        ).map { [try $0.text(0), try $0.text(1), try $0.text(2), try $0.text(3), String(try $0.int(4))] }
+        #expect(rows == [["stand-in", "APPROVED", "4321", "40010075001", "2"]])
         // The backend's business: the issuer app's inbox does not list it.
         #expect(app.snapshot.notifications.isEmpty)
         #expect(sink.lines.contains { $0.contains("recorded with its card") && $0.contains("card-visa-standin") })

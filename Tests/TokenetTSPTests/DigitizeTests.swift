@@ -277,6 +277,32 @@ import TokenetWire
         #expect(try await tsp.digitize(eligibility, requestID: "replayed-1").digitalCardID == token.digitalCardID)
     }
 
+    /// The wallet's token requestor id and token type reach the issuer with the digitization, as in VTS and MDES,
+    /// for its decision; an id that is not 11 digits, or a type the enum does not name, is refused before anything
+    /// is stored (the receipt stays good), without quoting what was sent in its place.
+    @Test func theTokenRequestorAndTokenTypeReachTheIssuer() async throws {
+        let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
+        for bad in ["4001003027", "400100302730", "4001003027x", "4111 1111 1111 1111", "４００１００３０２７３"] {
+            await expectRPCError(.invalidArgument, "token_requestor_id is not a token requestor id") {
+                try await tsp.digitize(eligibility, tokenRequestorID: bad, tokenType: .secureElement)
+            }
+        }
+        await expectRPCError(.invalidArgument, "token_type 9 is not a token type: give one of TOKEN_TYPE_UNSPECIFIED") {
+            try await tsp.digitize(eligibility, tokenRequestorID: "40010030273", tokenType: .unrecognized(9))
+        }
+        #expect(tsp.issuer.state.withLock { $0.authorizations } == 0)
+        let token = try await tsp.digitize(eligibility, tokenRequestorID: "40010030273", tokenType: .secureElement)
+        #expect(token.decision == .approved)
+        let seen = tsp.issuer.state.withLock { $0.tokenRequestors }
+        #expect(seen.map(\.id) == ["40010030273"] && seen.map(\.type) == [.secureElement])
+        // Both are optional: a wallet that gives neither is asked about as before.
+        let plain = try TSPHarness.make()
+        #expect(try await plain.digitize(try await plain.eligibleVisa()).decision == .approved)
+        let plainSeen = plain.issuer.state.withLock { $0.tokenRequestors }
+        #expect(plainSeen.map(\.id) == [""] && plainSeen.map(\.type) == [.unspecified])
+    }
+
     /// An issuer that answers UNAVAILABLE itself (its disk refusing writes, say) was reached: the stand-in's reason
     /// says what it answered, where "the issuer could not be reached" sent its operator looking at the network.
     @Test func anIssuerAnsweringUnavailableIsNotSaidUnreachable() async throws {

@@ -42,7 +42,8 @@ import TokenetWire
         let tsp = try TSPHarness.make()
         let eligibility = try await tsp.eligibleVisa()
         tsp.issuer.set(.unavailable)
-        let response = try await tsp.digitize(eligibility, risk: TSPHarness.lowRisk)
+        let response = try await tsp.digitize(
+            eligibility, risk: TSPHarness.lowRisk, tokenRequestorID: "40010075001", tokenType: .hce)
         #expect(response.decidedBy == "stand-in" && response.decision == .approved)
 
         let advices = Self.advices(tsp)
@@ -58,6 +59,7 @@ import TokenetWire
         #expect(advice.walletAccountID == TSPHarness.account)
         #expect(advice.device?.deviceID == TSPHarness.device.deviceID)
         #expect(advice.risk == TSPHarness.lowRisk)
+        #expect(advice.tokenRequestorID == "40010075001" && advice.tokenType == .hce)
         #expect(advice.decidedAtMs == tsp.clock.now.unixMilliseconds)
         let jwe = try #require(advice.encryptedCardData?.jwe)
         let card = try CardData(json: try JWE.decrypt(jwe, with: FakeIssuer.key))

@@ -155,11 +155,12 @@ struct TSPHarness {
     func digitize(
         _ eligibility: TspV1.CheckEligibilityResponse, requestID: String = IdentifierRules.newID(),
         account: String = TSPHarness.account, device: CardV1.DeviceInfo = TSPHarness.device,
-        acceptTerms: Bool = true, risk: CardV1.WalletRiskData? = TSPHarness.lowRisk
+        acceptTerms: Bool = true, risk: CardV1.WalletRiskData? = TSPHarness.lowRisk, tokenRequestorID: String = "",
+        tokenType: CardV1.TokenType = .unspecified
     ) async throws -> TspV1.DigitizeResponse {
         var request = TspV1.DigitizeRequest(
             requestID: requestID, eligibilityReceipt: eligibility.eligibilityReceipt, device: device,
-            walletAccountID: account, risk: risk)
+            walletAccountID: account, risk: risk, tokenRequestorID: tokenRequestorID, tokenType: tokenType)
         if acceptTerms, case .termsAndConditions(let terms) = eligibility.terms {
             request.acceptedTermsID = terms.id
             request.termsAcceptedAtMs = clock.now.unixMilliseconds

@@ -98,7 +98,29 @@ import TokenetWire
         #expect(digitize.risk == CardV1.WalletRiskData(accountScore: 1, deviceScore: 1, recommendation: .approve))
         #expect(digitize.walletAccountID == WalletConfiguration.defaultAccountID)
         #expect(digitize.device == WalletConfiguration().device)
+        // Google Pay, the default provider, at Visa; its tokens live in the app (HCE).
+        #expect(digitize.tokenRequestorID == "40010075001" && digitize.tokenType == .hce)
         #expect(try await wallet.control.listCards(.init()).cards == [accepted.card!])
+    }
+
+    /// The token requestor id is the one the card's scheme gave the wallet's provider, and Apple Pay's tokens live
+    /// in the device's secure element.
+    @Test func eachProviderNamesItsTokenRequestorIdForTheCardsScheme() async throws {
+        var configuration = WalletConfiguration()
+        configuration.provider = .applePay
+        let wallet = try WalletHarness(configuration: configuration)
+        wallet.tsp.configure { $0.eligibility.scheme = .mastercard }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        let digitize = try #require(wallet.tsp.recorded.digitizeRequests.first)
+        #expect(digitize.tokenRequestorID == "50110030273" && digitize.tokenType == .secureElement)
+        let ids = WalletProvider.allCases.flatMap { provider in
+            [CardV1.CardScheme.visa, .mastercard].map { provider.tokenRequestorID(for: $0) }
+        }
+        #expect(Set(ids).count == 6 && ids.allSatisfy { $0.count == 11 && $0.allSatisfy { ("0"..."9").contains($0) } })
+        #expect(WalletProvider.allCases.allSatisfy { $0.tokenRequestorID(for: .unspecified).isEmpty })
+        #expect(WalletProvider.googlePay.visaTokenRequestorID == "40010075001")
+        #expect(WalletProvider.applePay.visaTokenRequestorID == nil)
     }
 
     @Test func aRetryAfterAFailedDigitizeSendsTheSameRequestID() async throws {

@@ -668,6 +668,38 @@ const ProtobufCEnumDescriptor tokenet__card__v1__input_method__descriptor =
   tokenet__card__v1__input_method__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
+static const ProtobufCEnumValue tokenet__card__v1__token_type__enum_values_by_number[4] =
+{
+  { "TOKEN_TYPE_UNSPECIFIED", "TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED", 0 },
+  { "TOKEN_TYPE_SECURE_ELEMENT", "TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_SECURE_ELEMENT", 1 },
+  { "TOKEN_TYPE_HCE", "TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_HCE", 2 },
+  { "TOKEN_TYPE_CARD_ON_FILE", "TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_CARD_ON_FILE", 3 },
+};
+static const ProtobufCIntRange tokenet__card__v1__token_type__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex tokenet__card__v1__token_type__enum_values_by_name[4] =
+{
+  { "TOKEN_TYPE_CARD_ON_FILE", 3 },
+  { "TOKEN_TYPE_HCE", 2 },
+  { "TOKEN_TYPE_SECURE_ELEMENT", 1 },
+  { "TOKEN_TYPE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor tokenet__card__v1__token_type__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "tokenet.card.v1.TokenType",
+  "TokenType",
+  "Tokenet__Card__V1__TokenType",
+  "tokenet.card.v1",
+  4,
+  tokenet__card__v1__token_type__enum_values_by_number,
+  4,
+  tokenet__card__v1__token_type__enum_values_by_name,
+  1,
+  tokenet__card__v1__token_type__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
 static const ProtobufCEnumValue tokenet__card__v1__token_state__enum_values_by_number[5] =
 {
   { "TOKEN_STATE_UNSPECIFIED", "TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED", 0 },

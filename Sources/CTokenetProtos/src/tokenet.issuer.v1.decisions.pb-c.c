@@ -347,7 +347,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__card_eligibility_response_
   (ProtobufCMessageInit) tokenet__issuer__v1__card_eligibility_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[10] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[12] =
 {
   {
     "encrypted_card_data",
@@ -469,6 +469,30 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitizatio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token_requestor_id",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest, token_requestor_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_type",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest, token_type),
+    &tokenet__card__v1__token_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name[] = {
   5,   /* field[5] = device */
@@ -479,13 +503,15 @@ static const unsigned tokenet__issuer__v1__authorize_digitization_request__field
   1,   /* field[1] = masked_pan */
   6,   /* field[6] = risk */
   3,   /* field[3] = token_last4 */
+  10,   /* field[10] = token_requestor_id */
+  11,   /* field[11] = token_type */
   7,   /* field[7] = wallet_account_id */
   8,   /* field[8] = wallet_node_id */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__authorize_digitization_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_request__descriptor =
 {
@@ -495,7 +521,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_req
   "Tokenet__Issuer__V1__AuthorizeDigitizationRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest),
-  10,
+  12,
   tokenet__issuer__v1__authorize_digitization_request__field_descriptors,
   tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name,
   1,  tokenet__issuer__v1__authorize_digitization_request__number_ranges,

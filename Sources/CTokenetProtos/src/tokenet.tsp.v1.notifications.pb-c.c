@@ -1604,7 +1604,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__messaging_body__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__messaging_body__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__stand_in_advice_body__field_descriptors[10] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__stand_in_advice_body__field_descriptors[12] =
 {
   {
     "decision",
@@ -1726,6 +1726,30 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__stand_in_advice_body__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token_requestor_id",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, token_requestor_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_type",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, token_type),
+    &tokenet__card__v1__token_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__stand_in_advice_body__field_indices_by_name[] = {
   9,   /* field[9] = decided_at_ms */
@@ -1737,12 +1761,14 @@ static const unsigned tokenet__tsp__v1__stand_in_advice_body__field_indices_by_n
   1,   /* field[1] = reason */
   7,   /* field[7] = risk */
   4,   /* field[4] = token_last4 */
+  10,   /* field[10] = token_requestor_id */
+  11,   /* field[11] = token_type */
   8,   /* field[8] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__stand_in_advice_body__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__stand_in_advice_body__descriptor =
 {
@@ -1752,7 +1778,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__stand_in_advice_body__descrip
   "Tokenet__Tsp__V1__StandInAdviceBody",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__StandInAdviceBody),
-  10,
+  12,
   tokenet__tsp__v1__stand_in_advice_body__field_descriptors,
   tokenet__tsp__v1__stand_in_advice_body__field_indices_by_name,
   1,  tokenet__tsp__v1__stand_in_advice_body__number_ranges,

@@ -1135,7 +1135,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__check_eligibility_response__d
   (ProtobufCMessageInit) tokenet__tsp__v1__check_eligibility_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_request__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_request__field_descriptors[9] =
 {
   {
     "request_id",
@@ -1221,6 +1221,30 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_request__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token_requestor_id",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__DigitizeRequest, token_requestor_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_type",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__DigitizeRequest, token_type),
+    &tokenet__card__v1__token_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__digitize_request__field_indices_by_name[] = {
   2,   /* field[2] = accepted_terms_id */
@@ -1229,12 +1253,14 @@ static const unsigned tokenet__tsp__v1__digitize_request__field_indices_by_name[
   0,   /* field[0] = request_id */
   6,   /* field[6] = risk */
   3,   /* field[3] = terms_accepted_at_ms */
+  7,   /* field[7] = token_requestor_id */
+  8,   /* field[8] = token_type */
   5,   /* field[5] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__digitize_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_request__descriptor =
 {
@@ -1244,7 +1270,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_request__descriptor 
   "Tokenet__Tsp__V1__DigitizeRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__DigitizeRequest),
-  7,
+  9,
   tokenet__tsp__v1__digitize_request__field_descriptors,
   tokenet__tsp__v1__digitize_request__field_indices_by_name,
   1,  tokenet__tsp__v1__digitize_request__number_ranges,

@@ -281,6 +281,7 @@ public enum ProtoRegistry {
         CardV1.InputMethod.self,
         CardV1.ProvisioningDecision.self,
         CardV1.TokenState.self,
+        CardV1.TokenType.self,
         CardV1.WalletRecommendation.self,
         HealthV1.ServingStatus.self,
         IssuerV1.CardTokensAction.self,

@@ -336,6 +336,55 @@ extension CardV1 {
 }
 
 extension CardV1 {
+    /// Where a token lives, as the token requestor says it (VTS token type; MDES tokenType EMBEDDED_SE or CLOUD): the
+    /// issuer may weigh it in its decision.
+    public enum TokenType: ProtoEnum {
+        case unspecified
+        /// In the device's secure element (Apple Pay).
+        case secureElement
+        /// In the wallet app, with keys replenished from the cloud (host card emulation: Google Pay, Samsung Pay).
+        case hce
+        /// Kept by a merchant or payment service for its customers' purchases.
+        case cardOnFile
+        /// A value this build does not know, kept so that it survives a round trip.
+        case unrecognized(Int32)
+
+        public static let protoName = "tokenet.card.v1.TokenType"
+        public static let knownCases: [TokenType] = [.unspecified, .secureElement, .hce, .cardOnFile]
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .secureElement
+            case 2: self = .hce
+            case 3: self = .cardOnFile
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .secureElement: 1
+            case .hce: 2
+            case .cardOnFile: 3
+            case .unrecognized(let value): value
+            }
+        }
+
+        public var protoValueName: String? {
+            switch self {
+            case .unspecified: "TOKEN_TYPE_UNSPECIFIED"
+            case .secureElement: "TOKEN_TYPE_SECURE_ELEMENT"
+            case .hce: "TOKEN_TYPE_HCE"
+            case .cardOnFile: "TOKEN_TYPE_CARD_ON_FILE"
+            case .unrecognized: nil
+            }
+        }
+    }
+}
+
+extension CardV1 {
     /// The lifecycle of a token: INACTIVE → ACTIVE ↔ SUSPENDED → DEACTIVATED.
     public enum TokenState: ProtoEnum {
         case unspecified
@@ -524,6 +573,8 @@ extension CardV1 {
 extension CardV1.CardScheme: ProtoFieldValue {}
 
 extension CardV1.InputMethod: ProtoFieldValue {}
+
+extension CardV1.TokenType: ProtoFieldValue {}
 
 extension CardV1.TokenState: ProtoFieldValue {}
 

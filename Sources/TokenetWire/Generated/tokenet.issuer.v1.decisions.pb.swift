@@ -114,6 +114,12 @@ extension IssuerV1 {
         /// instead). The TSP's stand-in declines such a card.
         public var heldSuspension: IssuerV1.HeldSuspension? = nil
 
+        /// The token requestor (the wallet provider, as the scheme knows it) and where the token will live, as the wallet
+        /// gave them (tokenet.tsp.v1.DigitizeRequest); empty and unspecified when it gave none.
+        public var tokenRequestorID: String = ""
+
+        public var tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
+
         public init() {}
 
         public init(
@@ -126,7 +132,9 @@ extension IssuerV1 {
             risk: CardV1.WalletRiskData? = nil,
             walletAccountID: String = "",
             walletNodeID: String = "",
-            heldSuspension: IssuerV1.HeldSuspension? = nil
+            heldSuspension: IssuerV1.HeldSuspension? = nil,
+            tokenRequestorID: String = "",
+            tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
         ) {
             self.encryptedCardData = encryptedCardData
             self.maskedPAN = maskedPAN
@@ -138,6 +146,8 @@ extension IssuerV1 {
             self.walletAccountID = walletAccountID
             self.walletNodeID = walletNodeID
             self.heldSuspension = heldSuspension
+            self.tokenRequestorID = tokenRequestorID
+            self.tokenType = tokenType
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -151,6 +161,8 @@ extension IssuerV1 {
             self.walletAccountID = try reader.read(8)
             self.walletNodeID = try reader.read(9)
             self.heldSuspension = try reader.readMessage(10)
+            self.tokenRequestorID = try reader.read(11)
+            self.tokenType = try reader.read(12)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -164,6 +176,8 @@ extension IssuerV1 {
             try writer.write(8, walletAccountID)
             try writer.write(9, walletNodeID)
             if let value = heldSuspension { try writer.write(10, message: value) }
+            try writer.write(11, tokenRequestorID)
+            try writer.write(12, tokenType)
         }
     }
 }

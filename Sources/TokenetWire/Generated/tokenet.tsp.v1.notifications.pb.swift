@@ -577,6 +577,11 @@ extension TspV1 {
         /// When the stand-in decided (milliseconds since the epoch).
         public var decidedAtMs: UInt64 = 0
 
+        /// As in tokenet.issuer.v1.AuthorizeDigitizationRequest.
+        public var tokenRequestorID: String = ""
+
+        public var tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
+
         public init() {}
 
         public init(
@@ -589,7 +594,9 @@ extension TspV1 {
             device: CardV1.DeviceInfo? = nil,
             risk: CardV1.WalletRiskData? = nil,
             walletAccountID: String = "",
-            decidedAtMs: UInt64 = 0
+            decidedAtMs: UInt64 = 0,
+            tokenRequestorID: String = "",
+            tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
         ) {
             self.decision = decision
             self.reason = reason
@@ -601,6 +608,8 @@ extension TspV1 {
             self.risk = risk
             self.walletAccountID = walletAccountID
             self.decidedAtMs = decidedAtMs
+            self.tokenRequestorID = tokenRequestorID
+            self.tokenType = tokenType
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -614,6 +623,8 @@ extension TspV1 {
             self.risk = try reader.readMessage(8)
             self.walletAccountID = try reader.read(9)
             self.decidedAtMs = try reader.read(10)
+            self.tokenRequestorID = try reader.read(11)
+            self.tokenType = try reader.read(12)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -627,6 +638,8 @@ extension TspV1 {
             if let value = risk { try writer.write(8, message: value) }
             try writer.write(9, walletAccountID)
             try writer.write(10, decidedAtMs)
+            try writer.write(11, tokenRequestorID)
+            try writer.write(12, tokenType)
         }
     }
 }

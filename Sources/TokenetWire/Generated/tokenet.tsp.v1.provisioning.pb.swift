@@ -370,6 +370,15 @@ extension TspV1 {
 
         public var risk: CardV1.WalletRiskData? = nil
 
+        /// The token requestor's id as the card's scheme assigned it (11 digits, Visa's starting with 4 and Mastercard's
+        /// with 5; Apple Pay is 40010030273 for Visa and 50110030273 for Mastercard), forwarded to the issuer with the
+        /// token type. Optional: empty when the wallet has none. Anything else, or one of the other scheme's, is
+        /// INVALID_ARGUMENT.
+        public var tokenRequestorID: String = ""
+
+        /// Optional; a value the enum does not name is INVALID_ARGUMENT.
+        public var tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
+
         public init() {}
 
         public init(
@@ -379,7 +388,9 @@ extension TspV1 {
             termsAcceptedAtMs: UInt64 = 0,
             device: CardV1.DeviceInfo? = nil,
             walletAccountID: String = "",
-            risk: CardV1.WalletRiskData? = nil
+            risk: CardV1.WalletRiskData? = nil,
+            tokenRequestorID: String = "",
+            tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
         ) {
             self.requestID = requestID
             self.eligibilityReceipt = eligibilityReceipt
@@ -388,6 +399,8 @@ extension TspV1 {
             self.device = device
             self.walletAccountID = walletAccountID
             self.risk = risk
+            self.tokenRequestorID = tokenRequestorID
+            self.tokenType = tokenType
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -398,6 +411,8 @@ extension TspV1 {
             self.device = try reader.readMessage(5)
             self.walletAccountID = try reader.read(6)
             self.risk = try reader.readMessage(7)
+            self.tokenRequestorID = try reader.read(8)
+            self.tokenType = try reader.read(9)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -408,6 +423,8 @@ extension TspV1 {
             if let value = device { try writer.write(5, message: value) }
             try writer.write(6, walletAccountID)
             if let value = risk { try writer.write(7, message: value) }
+            try writer.write(8, tokenRequestorID)
+            try writer.write(9, tokenType)
         }
     }
 }

@@ -580,6 +580,8 @@ extension IssuerV1.AuthorizeDigitizationRequest {
         base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletNodeID = "wallet_node_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.heldSuspension = IssuerV1.HeldSuspension.samples()[0]
+        base.tokenRequestorID = "token_requestor_id-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenType = CardV1.TokenType(rawValue: 1)
         return [base]
     }
 }
@@ -1464,6 +1466,8 @@ extension TspV1.DigitizeRequest {
         base.device = CardV1.DeviceInfo.samples()[0]
         base.walletAccountID = "wallet_account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.risk = CardV1.WalletRiskData.samples()[0]
+        base.tokenRequestorID = "token_requestor_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenType = CardV1.TokenType(rawValue: 1)
         return [base]
     }
 }
@@ -2086,6 +2090,8 @@ extension TspV1.StandInAdviceBody {
         base.risk = CardV1.WalletRiskData.samples()[0]
         base.walletAccountID = "wallet_account_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.decidedAtMs = 18446744073709551605
+        base.tokenRequestorID = "token_requestor_id-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenType = CardV1.TokenType(rawValue: 1)
         return [base]
     }
 }

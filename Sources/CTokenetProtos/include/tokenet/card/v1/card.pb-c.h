@@ -45,6 +45,26 @@ typedef enum _Tokenet__Card__V1__InputMethod {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__CARD__V1__INPUT_METHOD)
 } Tokenet__Card__V1__InputMethod;
 /*
+ * Where a token lives, as the token requestor says it (VTS token type; MDES tokenType EMBEDDED_SE or CLOUD): the
+ * issuer may weigh it in its decision.
+ */
+typedef enum _Tokenet__Card__V1__TokenType {
+  TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED = 0,
+  /*
+   * In the device's secure element (Apple Pay).
+   */
+  TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_SECURE_ELEMENT = 1,
+  /*
+   * In the wallet app, with keys replenished from the cloud (host card emulation: Google Pay, Samsung Pay).
+   */
+  TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_HCE = 2,
+  /*
+   * Kept by a merchant or payment service for its customers' purchases.
+   */
+  TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_CARD_ON_FILE = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__CARD__V1__TOKEN_TYPE)
+} Tokenet__Card__V1__TokenType;
+/*
  * The lifecycle of a token: INACTIVE → ACTIVE ↔ SUSPENDED → DEACTIVATED.
  */
 typedef enum _Tokenet__Card__V1__TokenState {
@@ -322,6 +342,7 @@ typedef void (*Tokenet__Card__V1__IdvMethod_Closure)
 
 extern const ProtobufCEnumDescriptor    tokenet__card__v1__card_scheme__descriptor;
 extern const ProtobufCEnumDescriptor    tokenet__card__v1__input_method__descriptor;
+extern const ProtobufCEnumDescriptor    tokenet__card__v1__token_type__descriptor;
 extern const ProtobufCEnumDescriptor    tokenet__card__v1__token_state__descriptor;
 extern const ProtobufCEnumDescriptor    tokenet__card__v1__wallet_recommendation__descriptor;
 extern const ProtobufCEnumDescriptor    tokenet__card__v1__idv_method_type__descriptor;

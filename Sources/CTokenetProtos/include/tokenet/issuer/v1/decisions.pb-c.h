@@ -94,10 +94,16 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationRequest
    * instead). The TSP's stand-in declines such a card.
    */
   Tokenet__Issuer__V1__HeldSuspension *held_suspension;
+  /*
+   * The token requestor (the wallet provider, as the scheme knows it) and where the token will live, as the wallet
+   * gave them (tokenet.tsp.v1.DigitizeRequest); empty and unspecified when it gave none.
+   */
+  char *token_requestor_id;
+  Tokenet__Card__V1__TokenType token_type;
 };
 #define TOKENET__ISSUER__V1__AUTHORIZE_DIGITIZATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__authorize_digitization_request__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED }
 
 
 /*

@@ -226,10 +226,21 @@ struct  Tokenet__Tsp__V1__DigitizeRequest
   Tokenet__Card__V1__DeviceInfo *device;
   char *wallet_account_id;
   Tokenet__Card__V1__WalletRiskData *risk;
+  /*
+   * The token requestor's id as the card's scheme assigned it (11 digits, Visa's starting with 4 and Mastercard's
+   * with 5; Apple Pay is 40010030273 for Visa and 50110030273 for Mastercard), forwarded to the issuer with the
+   * token type. Optional: empty when the wallet has none. Anything else, or one of the other scheme's, is
+   * INVALID_ARGUMENT.
+   */
+  char *token_requestor_id;
+  /*
+   * Optional; a value the enum does not name is INVALID_ARGUMENT.
+   */
+  Tokenet__Card__V1__TokenType token_type;
 };
 #define TOKENET__TSP__V1__DIGITIZE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__digitize_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, (char *)protobuf_c_empty_string, NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED }
 
 
 struct  Tokenet__Tsp__V1__DigitizeResponse
