@@ -142,7 +142,7 @@ import TokenetWire
         }
         let actions = Self.openAndCancel(id, &machine)
         let reason =
-            "the peer cancelled 897 of its last 897 calls while they ran, none of them past a deadline: a client that "
+            "the peer cancelled 897 of its last 897 calls while they ran, none of them near its deadline: a client that "
             + "cancels nearly every call it makes costs this side a handler each; cancel fewer calls"
         #expect(
             actions == [
@@ -154,18 +154,46 @@ import TokenetWire
     }
 
     /// A client tells the server of a passed deadline with a cancel: a server slow enough to let every call's
-    /// deadline pass does not cut its client off.
-    @Test func cancelsOfCallsWithADeadlineDoNotCount() {
+    /// deadline pass does not cut its client off. The cancel comes as the deadline ends here, or a little before
+    /// (the client's deadline started before the call arrived).
+    @Test func cancelsOfPassedDeadlinesDoNotCount() {
         var machine = Tests.server()
         var start = Tests.start
-        start.timeoutMicros = 3_000
+        start.timeoutMicros = 3_000_000
+        let began = ContinuousClock.now
         for index in 0..<2_000 {
             let id = UInt32(2 * index + 1)
-            _ = machine.receive(Tests.frame(id, .callStart(start)))
-            #expect(machine.receive(Tests.frame(id, .cancel(WireV1.Cancel()))) == [.cancelHandler(streamID: id)])
+            let arrived = began + .milliseconds(index)
+            _ = machine.receive(Tests.frame(id, .callStart(start)), at: arrived)
+            let cancel = machine.receive(
+                Tests.frame(id, .cancel(WireV1.Cancel())), at: arrived + .milliseconds(index % 2 == 0 ? 2_990 : 1_600))
+            #expect(cancel == [.cancelHandler(streamID: id)])
             machine.handlerReturned(id)
         }
         #expect(machine.state == .active)
+    }
+
+    /// A deadline is no pass for a cancel the client chose: one that comes before half the deadline has passed
+    /// counts, or any client could open and cancel calls in a loop by giving each an hour.
+    @Test func aCancelLongBeforeTheDeadlineCounts() {
+        var machine = Tests.server()
+        var start = Tests.start
+        start.timeoutMicros = 3_600_000_000
+        let now = ContinuousClock.now
+        var id: UInt32 = 1
+        for _ in 0..<896 {
+            _ = machine.receive(Tests.frame(id, .callStart(start)), at: now)
+            _ = machine.receive(Tests.frame(id, .cancel(WireV1.Cancel())), at: now + .seconds(1_799))
+            machine.handlerReturned(id)
+            id += 2
+        }
+        #expect(machine.state == .active)
+        _ = machine.receive(Tests.frame(id, .callStart(start)), at: now)
+        let actions = machine.receive(Tests.frame(id, .cancel(WireV1.Cancel())), at: now)
+        let reason =
+            "the peer cancelled 897 of its last 897 calls while they ran, none of them near its deadline: a client that "
+            + "cancels nearly every call it makes costs this side a handler each; cancel fewer calls"
+        #expect(actions.last == .closeConnection(error: reason), "\(actions)")
     }
 
     /// Cancelling at most 7 calls in 8, block after block, is a client's way of working: the connection carries on.
