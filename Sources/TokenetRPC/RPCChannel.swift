@@ -382,6 +382,14 @@ public final class RPCChannel: RPCCaller {
                 if let client = state.client, client.isUsable { return .ready(client) }
                 retired = state.client
                 state.client = nil
+                if let refusal = retired?.connection.refusedAsOneTooMany {
+                    // Refused as one connection too many, with the goaway read after the hello was taken for a
+                    // connection made: a failed attempt all the same, backed off from. Counted only when the
+                    // goaway came in the same read as the hello, a refused wallet otherwise reconnected at once.
+                    state.failures += 1
+                    state.nextAttemptAt = .now + backoff.delay(beforeAttempt: state.failures)
+                    state.lastError = TransportError(.io, refusal)
+                }
                 if state.connecting {
                     // The attempt under way still waits out its backoff, past this call's deadline or wait: fail now,
                     // as the call would had it been the one to attempt, rather than wait for the deadline.

@@ -256,6 +256,14 @@ final class RPCConnection: Sendable {
     /// Why the connection ended, when that was a problem rather than a clean close (see `Core.problem`).
     var problem: String? { core.withLock { $0.problem } }
 
+    /// Why the server refused the connection as one too many for this peer (goaway TOO_MANY_CONNECTIONS, right
+    /// behind its hello); nil for any other connection.
+    var refusedAsOneTooMany: String? {
+        core.withLock { core in
+            core.machine.peerGoAwayCode == .tooManyConnections ? core.problem ?? "too many connections" : nil
+        }
+    }
+
     /// The transport failed or ended: every open call ends with `reason`, which also becomes the connection's
     /// problem when `isProblem`. A plaintext client whose connection fails before the server's hello has nearly
     /// always reached a TLS port (the TLS side resets it), so the reason says so.

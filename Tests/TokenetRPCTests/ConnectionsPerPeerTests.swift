@@ -78,10 +78,14 @@ import TokenetWire
             Task { await server.serve(serverEnd) }
             return clientEnd
         }
+        // Deadlines long enough for a loaded machine to connect and read the refusal (with 500 ms, a full run once
+        // timed the first call out before it, and the second call tried again), and shorter than the channel's
+        // wait (10 s, at whose end a call with a longer deadline makes its last attempt) and the backoff, so that
+        // each call after the refusal fails at once.
         for _ in 0..<3 {
             let error = await #expect(throws: RPCError.self) {
                 _ = try await channel.unary(
-                    TestingV1.Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .milliseconds(500)))
+                    TestingV1.Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(5)))
             }
             #expect(error?.code == .unavailable)
             #expect(error?.message.contains("already has 1 connections open") == true, "\(String(describing: error))")
