@@ -192,6 +192,11 @@ import TokenetWire
         ("Zm9v Yg==", "a space is no base64 character (at character 5;"),
         (#"Zm9v\nYg=="#, "a control character (byte 10) is no base64 character (at character 5;"),
         ("Zm9v.Yg", "'.' is no base64 character (at character 5; base64 is A-Z, a-z, 0-9 and + / or - _"),
+        // What follows the padding is what is out of place, not the padding.
+        (#"AQ==\n"#, "a control character (byte 10) is no base64 character after the padding (at character 5;"),
+        ("AQ== ", "a space is no base64 character after the padding (at character 5;"),
+        ("AQ==.", "'.' is no base64 character after the padding (at character 5;"),
+        ("AQ==x", "'=' pads only the end (at character 3;"),
     ])
     func rejectsTextThatIsNotBase64(text: String, problem: String) {
         do {

@@ -47,16 +47,20 @@ public enum ProtoJSONBase64 {
         let characters = Array(text.utf8)
         let padding = characters.reversed().prefix { $0 == UInt8(ascii: "=") }.count
         let body = characters.dropLast(padding)
-        if let index = body.firstIndex(where: { values[Int($0)] == invalid }) {
-            let character = body[index]
-            let shown =
-                switch character {
-                case UInt8(ascii: "="): "'=' pads only the end"
-                case 0x21..<0x7F: "'\(Character(Unicode.Scalar(character)))' is no base64 character"
-                case 0x20: "a space is no base64 character"
-                case ..<0x80: "a control character (byte \(character)) is no base64 character"
-                default: "a byte outside ASCII is no base64 character"
+        if var index = body.firstIndex(where: { values[Int($0)] == invalid }) {
+            var shown: String
+            if body[index] == UInt8(ascii: "=") {
+                shown = "'=' pads only the end"
+                // Padding with something after it ("AQ==\n"): that something is what is out of place.
+                if let after = body[index...].firstIndex(where: { $0 != UInt8(ascii: "=") }),
+                    values[Int(body[after])] == invalid
+                {
+                    index = after
+                    shown = describe(body[after]) + " after the padding"
                 }
+            } else {
+                shown = describe(body[index])
+            }
             return "\(shown) (at character \(index + 1); base64 is A-Z, a-z, 0-9 and + / or - _, with = at the end)"
         }
         if padding > 2 { return "\(padding) '=' at the end; padding is one or two" }
@@ -67,6 +71,16 @@ public enum ProtoJSONBase64 {
             return "\(body.count) characters is no length of base64 (one too many, or a character missing)"
         }
         return "it is not base64"
+    }
+
+    /// A byte that is no base64 character, as a problem names it.
+    private static func describe(_ character: UInt8) -> String {
+        switch character {
+        case 0x21..<0x7F: "'\(Character(Unicode.Scalar(character)))' is no base64 character"
+        case 0x20: "a space is no base64 character"
+        case ..<0x80: "a control character (byte \(character)) is no base64 character"
+        default: "a byte outside ASCII is no base64 character"
+        }
     }
 
     private static let invalid: UInt8 = 0xFF
