@@ -54,8 +54,13 @@ public enum IdentifierRules {
     /// joined by its hyphens, read as a card number now and then, and a party that sent one as a request id would
     /// be refused for it (or, where ids are not checked, have it masked in every log line).
     public static func newID() -> String {
+        newID(from: UUID.init)
+    }
+
+    /// `newID` with its UUIDs from `source`.
+    static func newID(from source: () -> UUID) -> String {
         while true {
-            let id = UUID().uuidString.lowercased()
+            let id = source().uuidString.lowercased()
             if !holdsCardNumber(identifier: id) { return id }
         }
     }

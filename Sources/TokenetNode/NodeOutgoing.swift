@@ -151,6 +151,9 @@ public final class NodeOutgoing: Sendable {
         }
     }
 
+    /// How many background tasks were started (held work not counted until `startHeld()`).
+    var startedTaskCount: Int { state.withLock { $0.tasks.count } }
+
     /// Cancels the background tasks: the first step of a stop, taken beside the drain of the calls the node serves
     /// (those may still call peers, so the channels stay open until `close(within:)`).
     public func cancelTasks() {

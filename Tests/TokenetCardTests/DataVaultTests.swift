@@ -138,8 +138,23 @@ import Testing
         #expect(
             Self.refusal(open + "/link.key")?.message.contains(
                 "is in a directory other users can change (\(open), mode 777)") == true)
-        // Owned by another user (only root can hand a file over to check this), or under another user's directory.
-        guard geteuid() == 0 else { return }
+    }
+
+    /// A key file under another user's directory, or owned by another user, is refused: that user can replace it.
+    @Test(.enabled(if: geteuid() == 0, "only root can hand a file over to another user"))
+    func aKeyOfAnotherUserOrInTheirDirectoryIsRefused() throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = directory.appendingPathComponent("keys").path
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: keys)
+        let path = keys + "/vault.key"
+        _ = try DataVault(keyFile: path)
+        let nested = keys + "/inner"
+        try FileManager.default.createDirectory(atPath: nested, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: nested)
+        let deeper = nested + "/vault.key"
+        _ = try DataVault(keyFile: deeper)
         #expect(chown(nested, 65534, 65534) == 0)
         #expect(
             Self.refusal(deeper)?.message.contains("is in a directory another user owns (\(nested), uid 65534)")

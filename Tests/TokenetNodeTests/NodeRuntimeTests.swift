@@ -79,7 +79,9 @@ import TokenetWire
         var options = NodeOptions()
         options.plaintext = true
         let ran = Mutex(0)
+        let contexts = Mutex<[NodeContext]>([])
         let services: NodeServices = { context in
+            contexts.withLock { $0.append(context) }
             context.runInBackground { ran.withLock { $0 += 1 } }
             return RPCRouter()
         }
@@ -94,8 +96,10 @@ import TokenetWire
                 try RPCNodeListener.bind(options: options, services: services, logger: Self.logger())
             }
         }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(ran.withLock { $0 } == 1, "the node that could not bind ran its background work")
+        // Held until the port is bound, and dropped when it is not: no task was ever started for it.
+        let failed = try #require(contexts.withLock { $0.count == 2 ? $0[1] : nil })
+        #expect(failed.outgoing.startedTaskCount == 0, "the node that could not bind started its background work")
+        #expect(ran.withLock { $0 } == 1)
         try await offThePool { first.stop() }
     }
 

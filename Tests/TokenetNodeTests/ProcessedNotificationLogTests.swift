@@ -98,8 +98,12 @@ import Testing
     }
 
     @Test func anUnwritableDirectoryIsAClearError() throws {
-        #expect(throws: NodeError.self) {
+        let error = #expect(throws: NodeError.self) {
             try ProcessedNotificationLog(path: "/nonexistent-tokenet-directory/journal.log")
         }
+        #expect(error?.code == .io, "\(String(describing: error))")
+        #expect(
+            error?.message == "cannot open /nonexistent-tokenet-directory/journal.log: No such file or directory",
+            "\(String(describing: error))")
     }
 }

@@ -139,9 +139,14 @@ import TokenetTransport
         #expect(result.stderr.contains("/data is the node's data directory; name a file"), "\(result.stderr)")
     }
 
+    /// An I/O error (exit status 1), not a bad option (2): the location was checked before the node bound.
     @Test func unwritableLocationIsAnIOError() {
-        #expect(throws: NodeError.self) {
+        let error = #expect(throws: NodeError.self) {
             try ReadyFile.write(ReadyInfo(node: "n", pid: 1, listen: "a:1"), to: "/nonexistent/dir/ready.json")
         }
+        #expect(error?.code == .io, "\(String(describing: error))")
+        #expect(
+            error?.message.hasPrefix("cannot write ready file /nonexistent/dir/ready.json.tmp.") == true,
+            "\(String(describing: error))")
     }
 }

@@ -32,7 +32,16 @@ import TokenetWire
         // A generous timeout: on a loaded machine a pong can take a while, and only its absence may close.
         let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .seconds(30))
         let client = RPCClient(stream: clientEnd, timers: timers)
-        try await Task.sleep(for: .milliseconds(400))
+        // A ping is sent only once the one before it was answered, each with a payload of its own: three payloads
+        // seen mean two pongs matched their pings (a pong ignored leaves the first one outstanding for good).
+        var payloads: Set<UInt64> = []
+        for _ in 0..<2000 where payloads.count < 3 {
+            if let payload = client.connection.core.withLock({ $0.outstandingPing?.payload }) {
+                payloads.insert(payload)
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(payloads.count >= 3, "\(payloads.count) pings seen")
         #expect(client.isUsable)
         #expect(try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1)).fInt32 == 2)
     }

@@ -327,10 +327,18 @@ import TokenetWire
         }
     }
 
-    @Test func excessConcurrentCallsAreRefused() async throws {
-        let (_, client, _) = Self.connect(Self.echoRouter, settings: ConnectionSettings(maxConcurrentStreams: 2))
+    @Test(.timeLimit(.minutes(3))) func excessConcurrentCallsAreRefused() async throws {
+        // The handler counts the calls it serves and holds them: the third call is made once both are open.
+        let started = Mutex(0)
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            started.withLock { $0 += 1 }
+            try await Task.sleep(for: .seconds(120))
+            return request
+        }
+        let (_, client, _) = Self.connect(router, settings: ConnectionSettings(maxConcurrentStreams: 2))
         let slow = (0..<2).map { _ in Task { try await client.unary(Echo.unary, Scalars(fString: "slow")) } }
-        try await Task.sleep(for: .milliseconds(100))
+        while started.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(5)) }
         do {
             _ = try await client.unary(Echo.unary, Scalars())
             Issue.record("the call succeeded")

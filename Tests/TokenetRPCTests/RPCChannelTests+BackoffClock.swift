@@ -75,14 +75,16 @@ extension RPCChannelTests {
     /// A call made partway through the backoff waits only for what is left of it, within its deadline.
     @Test(.timeLimit(.minutes(3))) func aCallDuringTheBackoffWaitsForWhatIsLeft() async throws {
         let peer = Flapping()
-        let backoff = RPCChannel.Backoff(initial: .seconds(6), maximum: .seconds(6), jitter: 0)
+        // Longer than the call's deadline below, so that a channel measuring the whole backoff from that call would
+        // fail it at once ("no attempt was made"), which the check below does not take for a late answer.
+        let backoff = RPCChannel.Backoff(initial: .seconds(12), maximum: .seconds(12), jitter: 0)
         let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
         _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
         #expect(peer.attempts.load(ordering: .relaxed) == 1)
         peer.down.store(false, ordering: .releasing)
-        try await Task.sleep(for: .seconds(4))
-        // About 2 s of backoff remains, less than this call's 8 s (6 s to spare for a loaded test runner): it waits
-        // for it and connects.
+        try await Task.sleep(for: .seconds(8))
+        // About 4 s of backoff remains (less when the runner is slow), less than this call's 8 s: it waits for it
+        // and connects.
         let patient = CallOptions(timeout: .seconds(8))
         await Self.expectAnsweredOrLate(
             { try await channel.unary(Echo.unary, Scalars(fInt32: 4), options: patient) }, 5)
