@@ -8,12 +8,15 @@ import Synchronization
 /// statement or one transaction runs at a time. A node's state changes are small and SQLite allows only one writer
 /// anyway, so a single serialised connection is simple and correct; the price is that a call blocks its thread while
 /// it waits for the mutex and for the disk (each commit is an fsync), which is why transaction bodies are
-/// synchronous closures and should do nothing but database work.
+/// synchronous closures and should do nothing but database work. Nodes run their call handlers on libdispatch's
+/// global queue (`DispatchTaskExecutor`), which adds a thread when its threads wait like this; on the concurrency
+/// runtime's pool, which does not, as many waiting calls as the machine has CPUs stopped every other task.
 ///
 /// **Reads.** A `query` outside a transaction that only reads (a `SELECT`) runs on a second connection behind a
-/// mutex of its own. In WAL mode a reader never waits for a writer, so a listing answers at once even while a change
-/// waits out another process's lock (an operator's `sqlite3` shell holding a transaction) for up to the busy timeout;
-/// on the one connection it waited behind that change. Each read sees every change committed before it began, so a
+/// mutex of its own. In WAL mode a reader never waits for a writer, so a listing answers even while changes wait out
+/// another process's lock (an operator's `sqlite3` shell holding a transaction) for up to the busy timeout: at once
+/// while fewer changes wait than the machine has CPUs, and within about a second (the global queue's new thread)
+/// when more do; on the one connection it waited behind those changes. Each read sees every change committed before it began, so a
 /// read after a change that returned finds it. Reads inside a transaction body go through its `Transaction` and see
 /// the transaction's own changes. In-memory databases have the one connection only.
 ///
