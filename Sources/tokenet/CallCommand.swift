@@ -54,6 +54,9 @@ enum CallCommand {
           -v                   Also print, on stderr, the method and its types, the node and its identity, the
                                request metadata (with the trace id), then the trailers of the node's status, the
                                messages each way, the time taken and the status.
+          --emit-defaults      Print every field of each response, those at their default value too (0, "",
+                               false, an enum's first value, [] and null for an unset message); without it they
+                               are left out, as proto3 JSON leaves them.
         \(InspectOptions.connectionHelp)
 
         Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
@@ -313,19 +316,19 @@ enum CallCommand {
         case .unary:
             let response = try await client.unary(path: target.path, request: requests[0], options: options)
             trace?.received()
-            try printResponse(response, target)
+            try printResponse(response, target, session.options)
         case .clientStreaming:
             let response = try await client.clientStreaming(path: target.path, requests: requests, options: options)
             trace?.received()
-            try printResponse(response, target)
+            try printResponse(response, target, session.options)
         case .serverStreaming:
             try await printStream(
                 try await client.serverStreaming(path: target.path, request: requests[0], options: options), target,
-                trace: trace)
+                session.options, trace: trace)
         case .bidirectionalStreaming:
             try await printStream(
                 try await client.bidirectional(path: target.path, requests: requests, options: options), target,
-                trace: trace)
+                session.options, trace: trace)
         }
     }
 
@@ -334,12 +337,14 @@ enum CallCommand {
     /// any reader that stops early, rather than holding a stream that may never end for output nobody reads. A
     /// response that cannot be written (a full disk, a closed stdout) ends the stream too, and the command then
     /// fails saying so (`statusAfterOutput`), instead of running on while every response is lost.
-    static func printStream(_ responses: RawResponseStream, _ target: CallTarget, trace: CallTrace?) async throws {
+    static func printStream(
+        _ responses: RawResponseStream, _ target: CallTarget, _ options: InspectOptions, trace: CallTrace?
+    ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for try await response in responses {
                     trace?.received()
-                    try printResponse(response, target)
+                    try printResponse(response, target, options)
                     if StandardStream.outputWriteError != nil { return }
                 }
             }
@@ -356,14 +361,14 @@ enum CallCommand {
         }
     }
 
-    static func printResponse(_ data: Data, _ target: CallTarget) throws {
+    static func printResponse(_ data: Data, _ target: CallTarget, _ options: InspectOptions) throws {
         let response: any ProtoMessage
         do {
             response = try target.response.init(serializedBytes: data)
         } catch let error as WireError {
             throw RPCError(.internal, "the response is not a valid \(target.response.protoName): \(error.message)")
         }
-        printOut(try response.jsonString(options: .pretty))
+        printOut(try response.jsonString(options: JSONEncodingOptions(indent: 2, emitDefaults: options.emitDefaults)))
     }
 
     /// For a method the node's reflection does not list: opens the call without sending a request, so the node's own

@@ -32,6 +32,8 @@ struct InspectOptions: Sendable {
     var data: String?
     /// `-v` (`call` only): what the call sent and how it ended, on standard error (`CallCommand+Verbose.swift`).
     var verbose = false
+    /// `--emit-defaults` (`call` only): responses print every field, those at their default value too.
+    var emitDefaults = false
     /// Where the CA certificate came from, as a refusal of the node's certificate names it: `--cacert FILE`, or
     /// the folder a command was given its PKI in (a scenario's `--pki DIR`).
     var caOrigin: String?
@@ -142,6 +144,9 @@ struct InspectOptions: Sendable {
             case .flag("-v", let inline) where takesData, .flag("--verbose", let inline) where takesData:
                 guard inline == nil else { throw CLIError(.usage, "\(command): -v takes no value") }
                 verbose = true
+            case .flag("--emit-defaults", let inline) where takesData:
+                guard inline == nil else { throw CLIError(.usage, "\(command): --emit-defaults takes no value") }
+                emitDefaults = true
             case .flag("--plaintext", let inline):
                 // A switch: `--plaintext=false` must not turn plaintext on, as ignoring the value did.
                 guard inline == nil else { throw CLIError(.usage, "\(command): --plaintext takes no value") }
@@ -260,7 +265,7 @@ struct InspectOptions: Sendable {
         let grpcurl = ["-max-time": "--deadline (such as 5s)", "-rpc-header": "-H", "-reflect-header": "-H"]
         if let meant = grpcurl[name] { return meant }
         let long = "-" + name
-        return valuedFlags.union(["--plaintext", "--help"]).contains(long) ? long : nil
+        return valuedFlags.union(["--plaintext", "--help", "--emit-defaults"]).contains(long) ? long : nil
     }
 
     /// Too few operands names the first missing one; too many names the extra ones; an empty one is never meant.

@@ -7,12 +7,45 @@ import TokenetWire
 /// request: proto3 JSON that any JSON reader takes, whatever the message holds.
 @Suite(.timeLimit(.minutes(3))) struct InspectJSONOutputTests {
     /// Calls Echo/Unary (no reflection, so the CLI uses the types it knows) with `request`.
-    private static func echo(_ request: String) async throws -> ProcessResult {
+    private static func echo(_ request: String, _ options: [String] = []) async throws -> ProcessResult {
         var router = RPCRouter()
         router.unary(TestingV1.Echo.unary) { request, _ in request }
         return try await runTokenet(servedBy: router) { address in
             ["call", address, "tokenet.testing.v1.Echo/Unary", "-d", request, "--plaintext", "--deadline", "20s"]
+                + options
         }
+    }
+
+    /// `--emit-defaults`, as grpcurl's `-emit-defaults`: the fields at their default value print too, where proto3
+    /// JSON leaves them out (a `connected: false` that was missing read as if the field did not exist).
+    @Test func emitDefaultsPrintsTheFieldsAtTheirDefault() async throws {
+        let result = try await Self.echo(#"{"fInt32": 5}"#, ["--emit-defaults"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout == """
+                {
+                  "fDouble": 0,
+                  "fFloat": 0,
+                  "fInt32": 5,
+                  "fInt64": "0",
+                  "fUint32": 0,
+                  "fUint64": "0",
+                  "fSint32": 0,
+                  "fSint64": "0",
+                  "fFixed32": 0,
+                  "fFixed64": "0",
+                  "fSfixed32": 0,
+                  "fSfixed64": "0",
+                  "fBool": false,
+                  "fString": "",
+                  "fBytes": "",
+                  "fColor": "COLOR_UNSPECIFIED"
+                }
+
+                """)
+        #expect(try await Self.echo(#"{"fInt32": 5}"#).stdout == "{\n  \"fInt32\": 5\n}\n")
+        let valued = try await Self.echo("{}", ["--emit-defaults=yes"])
+        #expect(valued.status == 2 && valued.stderr.contains("--emit-defaults takes no value"), "\(valued.stderr)")
     }
 
     @Test func everyScalarTypePrintsInItsProto3Form() async throws {

@@ -22,6 +22,27 @@ import TokenetWire
         )
     }
 
+    /// With `emitDefaults`, every field is written: lists empty as `[]`, an unset message as `null`, nested messages
+    /// in full; an unset member of a oneof, or a field with presence, stays out.
+    @Test func emitDefaultsWritesEveryFieldButUnsetOneofMembers() throws {
+        let options = JSONEncodingOptions(emitDefaults: true)
+        var choice = TestingV1.Choice()
+        choice.directInner = TestingV1.Choice.Nested.Inner()
+        #expect(
+            try choice.jsonString(options: options) == #"{"directInner":{"values":[]},"level":"LEVEL_UNSPECIFIED"}"#)
+        #expect(
+            try TestingV1.Choice().jsonString(options: options) == #"{"directInner":null,"level":"LEVEL_UNSPECIFIED"}"#)
+        #expect(try TestingV1.Choice().jsonString() == "{}")
+        let presence = try TestingV1.Presence().jsonString(options: options)
+        #expect(presence == #"{"maybeMessage":null}"#)
+        let repeated = try JSONValue(parsing: try TestingV1.Repeated().jsonString(options: options))
+        guard case .object(let members) = repeated else {
+            Issue.record("\(repeated)")
+            return
+        }
+        #expect(members.count == 17 && members.allSatisfy { $0.value == .array([]) })
+    }
+
     /// Every control character is written as a `\u` escape, the C1 ones (U+0080 to U+009F) too: written out, they act
     /// on a terminal, and the CLI's guard against that turned them into text that was no JSON.
     @Test func writesControlCharactersAsEscapes() throws {

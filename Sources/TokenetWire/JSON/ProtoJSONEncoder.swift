@@ -6,20 +6,26 @@ import Foundation
 /// It walks the protobuf-c descriptors, so every generated message gets JSON without per-message code: field names in
 /// lowerCamelCase, enums by name, bytes in base64, 64-bit integers as strings, non-finite floats as "NaN" and
 /// "Infinity", fields at their default value left out (members of a oneof and fields with presence are written
-/// whenever they are set).
+/// whenever they are set). With `emitDefaults` (grpcurl's `-emit-defaults`), every field but an unset member of a
+/// oneof or a field with presence is written: a default scalar as its value, an empty list as `[]`, an unset message
+/// as `null`, as protobuf's own JSON writers do.
 enum ProtoJSONEncoder {
     static func object(
         _ message: UnsafeRawPointer,
-        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        emitDefaults: Bool = false
     ) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = []
         for index in 0..<Int(descriptor.pointee.n_fields) {
             let field = ProtoField(descriptor, field: descriptor.pointee.fields + index)
             if field.isRepeated {
                 let (count, array) = field.repeated(in: message)
-                guard count > 0, let array else { continue }
+                guard count > 0, let array else {
+                    if emitDefaults { members.append((jsonName(field.name), .array([]))) }
+                    continue
+                }
                 let stride = elementStride(field.type)
-                let values = (0..<count).map { value(at: array + $0 * stride, field) }
+                let values = (0..<count).map { value(at: array + $0 * stride, field, emitDefaults) }
                 members.append((jsonName(field.name), .array(values)))
                 continue
             }
@@ -27,12 +33,15 @@ enum ProtoJSONEncoder {
             if field.isOneofMember {
                 guard field.isSelected(in: message) else { continue }
                 if field.type == .message, slot.load(as: UnsafeRawPointer?.self) == nil { continue }
-                members.append((jsonName(field.name), value(at: slot, field)))
+                members.append((jsonName(field.name), value(at: slot, field, emitDefaults)))
             } else if field.type == .message {
-                guard slot.load(as: UnsafeRawPointer?.self) != nil else { continue }
-                members.append((jsonName(field.name), value(at: slot, field)))
-            } else if !isDefault(slot, field) {
-                members.append((jsonName(field.name), value(at: slot, field)))
+                guard slot.load(as: UnsafeRawPointer?.self) != nil else {
+                    if emitDefaults { members.append((jsonName(field.name), .null)) }
+                    continue
+                }
+                members.append((jsonName(field.name), value(at: slot, field, emitDefaults)))
+            } else if emitDefaults || !isDefault(slot, field) {
+                members.append((jsonName(field.name), value(at: slot, field, emitDefaults)))
             }
         }
         return .object(members)
@@ -87,7 +96,7 @@ enum ProtoJSONEncoder {
         }
     }
 
-    private static func value(at slot: UnsafeRawPointer, _ field: ProtoField) -> JSONValue {
+    private static func value(at slot: UnsafeRawPointer, _ field: ProtoField, _ emitDefaults: Bool) -> JSONValue {
         switch field.type {
         case .int32, .sint32, .sfixed32:
             return .number(String(slot.load(as: Int32.self)))
@@ -118,7 +127,7 @@ enum ProtoJSONEncoder {
             return .string(Data(bytes: data, count: binary.len).base64EncodedString())
         case .message:
             guard let child = slot.load(as: UnsafeRawPointer?.self) else { return .object([]) }
-            return object(child, field.messageDescriptor)
+            return object(child, field.messageDescriptor, emitDefaults: emitDefaults)
         default:
             return .null
         }

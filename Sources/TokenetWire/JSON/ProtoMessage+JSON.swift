@@ -2,9 +2,12 @@
 public struct JSONEncodingOptions: Sendable {
     /// Spaces per nesting level; 0 writes everything on one line.
     public var indent: Int
+    /// Writes the fields at their default value too (`ProtoJSONEncoder`), as grpcurl's `-emit-defaults` does.
+    public var emitDefaults: Bool
 
-    public init(indent: Int = 0) {
+    public init(indent: Int = 0, emitDefaults: Bool = false) {
         self.indent = indent
+        self.emitDefaults = emitDefaults
     }
 
     public static let compact = JSONEncodingOptions()
@@ -15,7 +18,9 @@ extension ProtoMessage {
     /// The proto3 canonical JSON of the message.
     public func jsonString(options: JSONEncodingOptions = .compact) throws -> String {
         try withCMessage { message in
-            ProtoJSONEncoder.object(UnsafeRawPointer(message), Self._protobufC.pointer).text(indent: options.indent)
+            ProtoJSONEncoder.object(
+                UnsafeRawPointer(message), Self._protobufC.pointer, emitDefaults: options.emitDefaults
+            ).text(indent: options.indent)
         }
     }
 
