@@ -383,9 +383,10 @@ public final class RPCChannel: RPCCaller {
                 retired = state.client
                 state.client = nil
                 if let refusal = retired?.connection.refusedAsOneTooMany {
-                    // Refused as one connection too many, with the goaway read after the hello was taken for a
-                    // connection made: a failed attempt all the same, backed off from. Counted only when the
-                    // goaway came in the same read as the hello, a refused wallet otherwise reconnected at once.
+                    // Refused as one connection too many, its goaway read after the hello was taken for a connection
+                    // made: a failed attempt all the same, backed off from. The greeting (`waitForPeerHello`) sees
+                    // the refusal only when the goaway comes in the same read as the hello; otherwise a refused
+                    // wallet reconnected at once.
                     state.failures += 1
                     state.nextAttemptAt = .now + backoff.delay(beforeAttempt: state.failures)
                     state.lastError = TransportError(.io, refusal)
