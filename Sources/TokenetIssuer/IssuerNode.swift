@@ -35,6 +35,9 @@ public enum IssuerNode {
         } catch {
             throw NodeError(.io, "cannot start the issuer", cause: DescribedError(error))
         }
+        context.whenCallsEnd { [store = party.store] in
+            store.database.refuseChanges(because: NodeContext.stoppingRefusal)
+        }
         context.closeWhenStopped("the issuer database") { [store = party.store] in try store.database.close() }
         var registering = false
         if context.options.peers[.tsp] == nil {

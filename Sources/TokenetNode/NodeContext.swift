@@ -34,6 +34,16 @@ public struct NodeContext: Sendable {
         resources.closeWhenStopped(name, close)
     }
 
+    /// Runs `body` once the node's connections have ended as it stops (see `NodeResources.whenCallsEnd`): the place
+    /// to have the party's database refuse the changes no caller waits for any more (`stoppingRefusal`).
+    public func whenCallsEnd(_ body: @escaping @Sendable () -> Void) {
+        resources.whenCallsEnd(body)
+    }
+
+    /// Why a stopping node's database refuses a change not yet begun.
+    public static let stoppingRefusal =
+        "the node is stopping and its calls have ended: a change not begun by then is not made"
+
     /// Runs `body` in the background until the node stops, which cancels it (see `NodeOutgoing`).
     public func runInBackground(_ body: @escaping @Sendable () async -> Void) {
         outgoing.run(body)

@@ -13,12 +13,29 @@ public final class NodeResources: Sendable {
     }
 
     private let resources = Mutex<[Resource]>([])
+    private let callsEndedActions = Mutex<[@Sendable () -> Void]>([])
 
     public init() {}
 
     /// Runs `close` when the node stops, after its calls and background tasks ended; `name` is for the log.
     public func closeWhenStopped(_ name: String, _ close: @escaping @Sendable () throws -> Void) {
         resources.withLock { $0.append(Resource(name: name, close: close)) }
+    }
+
+    /// Runs `body` when the node stops, once its connections have ended and before it waits for the handlers of
+    /// the calls they cancelled: a database refuses the changes not yet begun (`Database.refuseChanges`), which no
+    /// caller waits for any more.
+    public func whenCallsEnd(_ body: @escaping @Sendable () -> Void) {
+        callsEndedActions.withLock { $0.append(body) }
+    }
+
+    /// Runs what `whenCallsEnd` registered, each once.
+    public func callsEnded() {
+        let actions = callsEndedActions.withLock { actions in
+            defer { actions.removeAll() }
+            return actions
+        }
+        for action in actions { action() }
     }
 
     /// Closes everything registered, newest first (each once); a failure is logged and the others are still closed.

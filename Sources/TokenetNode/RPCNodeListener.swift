@@ -379,7 +379,7 @@ public final class RPCNodeListener: NodeListener {
         health.markAllNotServing()
         server.shutdown()
         outgoing.cancelTasks()
-        let (server, closeListener, logger, outgoing) = (server, closeListener, logger, outgoing)
+        let (server, closeListener, logger, outgoing, resources) = (server, closeListener, logger, outgoing, resources)
         let drainTimeout = drainTimeout
         _ = runBlocking { () -> Bool in
             if await !Self.waitForConnections(of: server, toCloseWithin: drainTimeout) {
@@ -391,7 +391,9 @@ public final class RPCNodeListener: NodeListener {
                 _ = await Self.waitForConnections(of: server, toCloseWithin: Self.closeGrace)
             }
             // A connection ends without waiting for the handlers it cancelled (a database transaction runs on once
-            // cancelled): the database is closed below only once they have returned.
+            // cancelled): the database is closed below only once they have returned. Their changes not yet begun
+            // are refused now: each could wait out another process's lock in turn, past the stop's bound.
+            resources.callsEnded()
             if await !server.waitForHandlers(within: Self.handlerGrace) {
                 logger.warning(
                     "call handlers still running \(Self.handlerGrace) after their calls ended; stopping under them",

@@ -14,9 +14,10 @@ import Synchronization
 ///
 /// **Reads.** A `query` outside a transaction that only reads (a `SELECT`) runs on a second connection behind a
 /// mutex of its own. In WAL mode a reader never waits for a writer, so a listing answers even while changes wait out
-/// another process's lock (an operator's `sqlite3` shell holding a transaction) for up to the busy timeout: at once
-/// while fewer changes wait than the machine has CPUs, and within about a second (the global queue's new thread)
-/// when more do; on the one connection it waited behind those changes. Each read sees every change committed before it began, so a
+/// another process's lock (an operator's `sqlite3` shell holding a transaction) for up to the busy timeout, once a
+/// thread takes it up: at once while fewer changes wait than the machine has CPUs, and later when more do (the
+/// global queue adds about a thread a second, and a call queued behind 20 waiting changes waited 9.7 s); on the one
+/// connection it waited behind those changes. Each read sees every change committed before it began, so a
 /// read after a change that returned finds it. Reads inside a transaction body go through its `Transaction` and see
 /// the transaction's own changes. In-memory databases have the one connection only.
 ///
@@ -49,6 +50,8 @@ public final class Database: Sendable {
     /// The thread currently holding `connection`'s lock (0 when none), to refuse re-entrance instead of deadlocking.
     /// Only the holder ever stores its own identity, so a thread that reads its own identity holds the lock.
     let holder = Atomic<UInt>(0)
+    /// Why changes are refused (`refuseChanges`); nil while they are taken.
+    private let refusal = Mutex<String?>(nil)
 
     private init(path: String?, connection: consuming sending Connection, reader: consuming sending Connection? = nil) {
         self.path = path
@@ -206,6 +209,15 @@ public final class Database: Sendable {
         connection.withLock { $0 = nil }
     }
 
+    /// From now on, every change (and every query on the write connection) that has not begun is refused with
+    /// `.interrupted` and `reason`; reads on the read connection and the change under way go on. For a node that
+    /// stops: the calls it cancelled may still wait their turn on the one connection, each for up to the busy timeout
+    /// while another process holds the lock, and the close waited behind all of them (20 handlers, each a change
+    /// waiting out an `sqlite3` shell's lock, kept a node from stopping in time).
+    public func refuseChanges(because reason: String) {
+        refusal.withLock { $0 = reason }
+    }
+
     public var isClosed: Bool {
         // Inside a transaction body the lock is already held by this thread and the database is open.
         if holder.load(ordering: .relaxed) == Self.currentThread { return false }
@@ -255,6 +267,7 @@ public final class Database: Sendable {
                 throw StorageError(.misuse, "the database \(path ?? ":memory:") is closed")
             }
             if path != nil, connection.fileHasMoved { throw movedAway() }
+            if let reason = refusal.withLock({ $0 }) { throw StorageError(.interrupted, reason) }
             holder.store(Self.currentThread, ordering: .relaxed)
             defer { holder.store(0, ordering: .relaxed) }
             let result = try body(connection)

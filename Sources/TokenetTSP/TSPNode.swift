@@ -104,6 +104,7 @@ public enum TSPNode {
             broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })
+            resources?.whenCallsEnd { store.database.refuseChanges(because: NodeContext.stoppingRefusal) }
             resources?.closeWhenStopped("the TSP database") { [broker] in
                 broker.shutDown()
                 try store.database.close()

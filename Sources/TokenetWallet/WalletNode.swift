@@ -28,6 +28,7 @@ public enum WalletNode {
             let config = code == .readOnly || code == .corrupt || code == .schema || code == .open
             throw NodeError(config ? .config : .io, error.message, cause: error.cause)
         }
+        context.whenCallsEnd { store.database.refuseChanges(because: NodeContext.stoppingRefusal) }
         context.closeWhenStopped("the wallet database") { try store.database.close() }
         if let change = store.schemaChange {
             context.logger.info(change.message, change.fields(path: store.database.path))

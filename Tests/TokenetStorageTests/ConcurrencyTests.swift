@@ -76,6 +76,54 @@ import Testing
         #expect(try database.queryOne("SELECT count(*) FROM t")?.int(0) == 2)
     }
 
+    /// Once changes are refused (a node stopping), the change under way finishes, those waiting behind it are refused
+    /// as soon as they get the connection, without waiting out the lock another process holds, and reads go on.
+    @Test func refusedChangesStopWaitingBehindTheOneUnderWay() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("node.sqlite")
+        let database = try Database.open(path: path, options: .init(busyTimeout: .seconds(2)))
+        try database.executeScript("CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (1);")
+        let other = try Database.open(path: path)
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            try? other.transaction { _ in
+                locked.signal()
+                release.wait()
+            }
+        }.start()
+        locked.wait()
+        let waiters = 4
+        let ended = DispatchSemaphore(value: 0)
+        let results = Mutex<[Result<ExecutionResult, any Error>]>([])
+        for value in 0..<waiters {
+            Thread {
+                let result = Result { try database.execute("INSERT INTO t VALUES (?)", [value + 10]) }
+                results.withLock { $0.append(result) }
+                ended.signal()
+            }.start()
+        }
+        // One change holds the write connection and waits out the other process's lock; the others wait for it.
+        while database.holder.load(ordering: .relaxed) == 0 { usleep(1_000) }
+        database.refuseChanges(because: "stopping (test)")
+        for _ in 0..<waiters { ended.wait() }
+        release.signal()
+
+        let refused = results.withLock { all in
+            all.compactMap { result -> StorageError? in
+                if case .failure(let error as StorageError) = result, error.message == "stopping (test)" {
+                    return error
+                }
+                return nil
+            }
+        }
+        // The one under way failed on the lock (busy); the three behind it were refused, not let wait it out too.
+        #expect(refused.count == waiters - 1, "\(results.withLock { $0 })")
+        #expect(refused.allSatisfy { $0.code == .interrupted })
+        #expect(try database.queryOne("SELECT count(*) FROM t")?.int(0) == 1)
+        #expect(throws: StorageError.self) { try database.execute("INSERT INTO t VALUES (3)") }
+    }
+
     /// Statements that are not plain reads go to the write connection even through `query`.
     @Test func aQueryThatWritesStillWrites() throws {
         let directory = try TemporaryDirectory()
