@@ -183,6 +183,8 @@ extension IssuerDecisionsService {
                     // The card as it is: a token made from its previous number was moved onto it first.
                     "last4": card.pan.last4,
                     "decision": plan.decisionName, "reason": plan.reason,
+                    "token_requestor_id": Self.shownRequestor(plan.decision.tokenRequestorID),
+                    "token_type": Self.shownTokenType(plan.decision.tokenType),
                 ])
         } else {
             log.warning(
@@ -191,6 +193,8 @@ extension IssuerDecisionsService {
                     "message_id": messageID, "via": Self.via(messageID), "digital_card_id": id,
                     "last4": plan.decision.last4,
                     "decision": plan.decisionName, "reason": plan.reason,
+                    "token_requestor_id": Self.shownRequestor(plan.decision.tokenRequestorID),
+                    "token_type": Self.shownTokenType(plan.decision.tokenType),
                 ])
         }
         return true

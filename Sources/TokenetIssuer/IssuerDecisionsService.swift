@@ -89,8 +89,8 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         let log = logger.withTraceID(context.traceID)
         // Who asks for the token, and where it will live: issuers decide by them, and reading a decision in the log
         // needs them.
-        let requestor = request.tokenRequestorID.isEmpty ? "none" : request.tokenRequestorID
-        let tokenType = request.tokenType.protoValueName ?? String(request.tokenType.rawValue)
+        let requestor = Self.shownRequestor(request.tokenRequestorID)
+        let tokenType = Self.shownTokenType(Int(request.tokenType.rawValue))
         // The TSP asks about a token it is creating, or asks again for one whose digitization it resumed: it knows
         // the token, whatever it answered before.
         if !request.digitalCardID.isEmpty {
@@ -140,6 +140,15 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         var response = Self.response(outcome)
         response.accountID = stored?.accountID ?? ""
         return response
+    }
+
+    /// A token requestor id as the log says it: "none" for none given.
+    static func shownRequestor(_ id: String) -> String { id.isEmpty ? "none" : id }
+
+    /// A token type as the log says it: its name, or its number when this build does not know it.
+    static func shownTokenType(_ raw: Int) -> String {
+        let type = CardV1.TokenType(rawValue: Int32(clamping: raw))
+        return type.protoValueName ?? String(raw)
     }
 
     /// A held suspension as the log says it: `token "DN…" suspended by issuer:ID (REASON), deleted by the wallet`.

@@ -391,8 +391,10 @@ struct ConnectionStateMachine {
         var stream = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
         if let micros = start.timeoutMicros {
-            // Saturating: a deadline of 2^64 µs, as good as none, must not trap.
-            let half = (micros / 2).multipliedReportingOverflow(by: 1000)
+            // At least 100 µs: with a deadline of 0 or 1 µs the mark fell on the start itself, and a client that
+            // gave every call one cancelled them all uncounted, in the same write as their starts. Saturating: a
+            // deadline of 2^64 µs, as good as none, must not trap.
+            let half = max(micros / 2, 100).multipliedReportingOverflow(by: 1000)
             let halfway = now().addingReportingOverflow(half.partialValue)
             stream.deadlineHalfway = half.overflow || halfway.overflow ? .max : halfway.partialValue
         }

@@ -175,16 +175,19 @@ import TokenetWire
     }
 
     /// A deadline is no pass for a cancel the client chose: one that comes before half the deadline has passed
-    /// counts, or any client could open and cancel calls in a loop by giving each an hour.
-    @Test func aCancelLongBeforeTheDeadlineCounts() {
+    /// counts, or any client could open and cancel calls in a loop by giving each an hour (or no time at all: the
+    /// mark is at least 100 µs after the start).
+    @Test(arguments: [3_600_000_000, 0, 1] as [UInt64])
+    func aCancelLongBeforeTheDeadlineCounts(timeout: UInt64) {
         var machine = Tests.server()
         var start = Tests.start
-        start.timeoutMicros = 3_600_000_000
+        start.timeoutMicros = timeout
         let now: UInt64 = 1_000_000_000
         var id: UInt32 = 1
         for _ in 0..<896 {
             _ = machine.receive(Tests.frame(id, .callStart(start)), at: now)
-            _ = machine.receive(Tests.frame(id, .cancel(WireV1.Cancel())), at: now + 1_799 * 1_000_000_000)
+            let elapsed: UInt64 = timeout > 1 ? 1_799 * 1_000_000_000 : 20_000
+            _ = machine.receive(Tests.frame(id, .cancel(WireV1.Cancel())), at: now + elapsed)
             machine.handlerReturned(id)
             id += 2
         }
