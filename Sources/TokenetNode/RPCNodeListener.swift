@@ -288,8 +288,7 @@ public final class RPCNodeListener: NodeListener {
             router: router, timers: options.serverTimers, callLog: logCall, callLogScope: everyCall ? .all : .failures,
             messageLog: logMessage, connectionLog: logConnection, failureLog: logFailure,
             statusMessageFilter: { Self.statusMessage($0) },
-            connectionsPerPeer: options.peerConnections, refusalLog: logRefusal,
-            handlerExecutor: DispatchTaskExecutor.global)
+            connectionsPerPeer: options.peerConnections, refusalLog: logRefusal)
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
         // fail their handshakes faster still: one line a second says each, with the count of those not shown. Each
         // kind has its own throttle: shared, the accept retries took the second and the handshake failures of a

@@ -154,7 +154,6 @@ final class RPCConnection: Sendable {
         settings: ConnectionSettings,
         timers: ConnectionTimers = ConnectionTimers(),
         handlersOnLoop: Bool = false,
-        handlerExecutor: (any TaskExecutor)? = nil,
         inboundBudget: ByteBudget? = nil,
         requestBudget: ByteBudget? = nil,
         unreadBudget: ByteBudget? = nil,
@@ -169,7 +168,7 @@ final class RPCConnection: Sendable {
         self.unreadBudget = unreadBudget
         self.stream = stream
         self.loop = stream.loop
-        self.handlerExecutor = handlersOnLoop ? stream.loop : handlerExecutor
+        self.handlerExecutor = handlersOnLoop ? stream.loop : nil
         self.timers = timers
         self.role = role
         self.handler = handler

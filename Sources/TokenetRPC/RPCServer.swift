@@ -90,9 +90,6 @@ public final class RPCServer: Sendable {
     /// logs its failure itself throws an `RPCError` without one.)
     let failureLog: (@Sendable (CallFailure) -> Void)?
     let handlersOnConnectionLoop: Bool
-    /// Where each call's handler task runs when not on its connection's loop; nil for the concurrency runtime's
-    /// pool. Nodes, whose handlers may block in SQLite, give `DispatchTaskExecutor.global`.
-    let handlerExecutor: (any TaskExecutor)?
     /// Applied to the message of every error status a handler ends with, before it leaves (a node masks what looks
     /// like a card number: a message that echoes what a caller typed may hold one).
     let statusMessageFilter: (@Sendable (String) -> String)?
@@ -129,10 +126,8 @@ public final class RPCServer: Sendable {
         handlersOnConnectionLoop: Bool = false,
         statusMessageFilter: (@Sendable (String) -> String)? = nil,
         connectionsPerPeer: Int? = nil,
-        refusalLog: (@Sendable (ConnectionRefusal) -> Void)? = nil,
-        handlerExecutor: (any TaskExecutor)? = nil
+        refusalLog: (@Sendable (ConnectionRefusal) -> Void)? = nil
     ) {
-        self.handlerExecutor = handlerExecutor
         precondition(connectionsPerPeer.map { $0 > 0 } ?? true, "a peer must be allowed a connection")
         self.connectionsPerPeer = connectionsPerPeer
         self.refusalLog = refusalLog
@@ -161,7 +156,7 @@ public final class RPCServer: Sendable {
         }
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
-            handlersOnLoop: handlersOnConnectionLoop, handlerExecutor: handlerExecutor, inboundBudget: inboundBudget,
+            handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget,
             requestBudget: requestBudget, unreadBudget: unreadBudget, handler: handler, refusalHandler: refusals,
             runningHandlers: runningHandlers)
         if let refusal = admit(peer), let peer {

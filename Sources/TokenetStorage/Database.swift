@@ -8,16 +8,12 @@ import Synchronization
 /// statement or one transaction runs at a time. A node's state changes are small and SQLite allows only one writer
 /// anyway, so a single serialised connection is simple and correct; the price is that a call blocks its thread while
 /// it waits for the mutex and for the disk (each commit is an fsync), which is why transaction bodies are
-/// synchronous closures and should do nothing but database work. Nodes run their call handlers on libdispatch's
-/// global queue (`DispatchTaskExecutor`), which adds a thread when its threads wait like this; on the concurrency
-/// runtime's pool, which does not, as many waiting calls as the machine has CPUs stopped every other task.
+/// synchronous closures and should do nothing but database work.
 ///
 /// **Reads.** A `query` outside a transaction that only reads (a `SELECT`) runs on a second connection behind a
-/// mutex of its own. In WAL mode a reader never waits for a writer, so a listing answers even while changes wait out
-/// another process's lock (an operator's `sqlite3` shell holding a transaction) for up to the busy timeout, once a
-/// thread takes it up: at once while fewer changes wait than the machine has CPUs, and later when more do (the
-/// global queue adds about a thread a second, and a call queued behind 20 waiting changes waited 9.7 s); on the one
-/// connection it waited behind those changes. Each read sees every change committed before it began, so a
+/// mutex of its own. In WAL mode a reader never waits for a writer, so a listing answers at once even while a change
+/// waits out another process's lock (an operator's `sqlite3` shell holding a transaction) for up to the busy timeout;
+/// on the one connection it waited behind that change. Each read sees every change committed before it began, so a
 /// read after a change that returned finds it. Reads inside a transaction body go through its `Transaction` and see
 /// the transaction's own changes. In-memory databases have the one connection only.
 ///
@@ -210,12 +206,18 @@ public final class Database: Sendable {
     }
 
     /// From now on, every change (and every query on the write connection) that has not begun is refused with
-    /// `.interrupted` and `reason`; reads on the read connection and the change under way go on. For a node that
-    /// stops: the calls it cancelled may still wait their turn on the one connection, each for up to the busy timeout
-    /// while another process holds the lock, and the close waited behind all of them (20 handlers, each a change
-    /// waiting out an `sqlite3` shell's lock, kept a node from stopping in time).
+    /// `.interrupted` and `reason`, until `acceptChanges()`; reads on the read connection and the change under way go
+    /// on. For a node that stops: the handlers of the calls it ended may still wait their turn on the one
+    /// connection, each for up to the busy timeout while another process holds the lock, and its close waited
+    /// behind all of them, for changes no caller waits for any more.
     public func refuseChanges(because reason: String) {
         refusal.withLock { $0 = reason }
+    }
+
+    /// Takes changes again after `refuseChanges`: for a node's own last writes once its handlers have returned (the
+    /// broker's delivery progress, flushed as it shuts down).
+    public func acceptChanges() {
+        refusal.withLock { $0 = nil }
     }
 
     public var isClosed: Bool {

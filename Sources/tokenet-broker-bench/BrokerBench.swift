@@ -62,8 +62,7 @@ struct BrokerBenchRun {
         let listener = try await TLSListener.bind(host: "127.0.0.1", port: 0, context: serverContext, on: serverLoop)
         var router = RPCRouter()
         broker.register(on: &router)
-        // As a TSP node serves it: handlers on the global queue (`DispatchTaskExecutor`).
-        let server = RPCServer(router: router, handlerExecutor: DispatchTaskExecutor.global)
+        let server = RPCServer(router: router)
         let serving = Task { await server.serve(listener: listener) }
 
         let total = options.messages

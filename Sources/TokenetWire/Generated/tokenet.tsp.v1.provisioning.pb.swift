@@ -370,10 +370,9 @@ extension TspV1 {
 
         public var risk: CardV1.WalletRiskData? = nil
 
-        /// The token requestor's id as the card's scheme assigned it (11 digits, Visa's starting with 4 and Mastercard's
-        /// with 5; Apple Pay is 40010030273 for Visa and 50110030273 for Mastercard), forwarded to the issuer with the
-        /// token type. Optional: empty when the wallet has none. Anything else, or one of the other scheme's, is
-        /// INVALID_ARGUMENT.
+        /// The token requestor's id as the card's scheme assigned it (11 digits; Apple Pay is 40010030273 at Visa and
+        /// 50110030273 at Mastercard), forwarded to the issuer with the token type. Optional: empty when the wallet has
+        /// none; anything but 11 digits is INVALID_ARGUMENT.
         public var tokenRequestorID: String = ""
 
         /// Optional; a value the enum does not name is INVALID_ARGUMENT.
