@@ -272,8 +272,13 @@ public final class RPCNodeListener: NodeListener {
         }
         // A call that failed inside the node: the caller saw INTERNAL, the operator needs the cause.
         let logFailure: @Sendable (CallFailure) -> Void = { failure in
-            logger.withTraceID(failure.traceID).error(
-                "\(failure.method) failed", ["status": failure.status, "error": failure.cause])
+            let log = logger.withTraceID(failure.traceID)
+            // A change refused as the node stops, for a call that had already ended: part of the stop, no fault.
+            if failure.cause.contains(NodeContext.stoppingRefusal) {
+                log.info("\(failure.method) not finished: the node is stopping", ["status": failure.status])
+                return
+            }
+            log.error("\(failure.method) failed", ["status": failure.status, "error": failure.cause])
         }
         // Error messages often echo what the caller sent (an id, a name): one holding a card number leaves masked,
         // as it would be in a log, and one that echoes a page of text is cut short.

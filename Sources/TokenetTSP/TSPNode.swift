@@ -106,6 +106,8 @@ public enum TSPNode {
                 nowMs: { now().unixMilliseconds })
             resources?.whenCallsEnd { store.database.refuseChanges(because: NodeContext.stoppingRefusal) }
             resources?.closeWhenStopped("the TSP database") { [broker] in
+                // The broker's last flush (attempts, delivery progress) is the node's own, after its calls.
+                store.database.acceptChanges()
                 broker.shutDown()
                 try store.database.close()
             }
