@@ -21,17 +21,8 @@ import Testing
     @Test func aDatabaseLockedAtStartIsSaidSo() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("node.sqlite")
-        let other = try Database.open(path: path)
-        let locked = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread {
-            try? other.transaction { _ in
-                locked.signal()
-                release.wait()
-            }
-        }.start()
-        locked.wait()
-        defer { release.signal() }
+        let lock = try HeldLock(on: path)
+        defer { lock.release() }
         let database = try Database.open(path: path, options: .init(busyTimeout: .milliseconds(50)))
         #expect {
             try Migrator(Self.migrations).migrate(database)
