@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetStorage
 import TokenetTransport
 import TokenetWire
@@ -83,7 +84,12 @@ extension NotificationBroker {
     private func fail(
         _ batch: NotificationWriteBatch, _ waiters: [CheckedContinuation<Void, any Error>], _ error: any Error
     ) {
-        logger.error("notification commit failed", ["error": "\(error)", "messages": "\(batch.inserts.count)"])
+        if let refused = error as? StorageError, refused.message.contains(NodeContext.stoppingRefusal) {
+            // The node stops: what the batch holds is kept for the broker's last flush (`shutDown`), no fault.
+            logger.info("notification commit left to the last flush: the node is stopping")
+        } else {
+            logger.error("notification commit failed", ["error": "\(error)", "messages": "\(batch.inserts.count)"])
+        }
         state.withLock { state in
             var retry = batch
             retry.inserts = []
