@@ -38,9 +38,19 @@ extension IssuerCardCareService {
         }
         let log = logger.withTraceID(context.traceID)
         let reason = request.reasonCode.isEmpty ? Self.openedReason : request.reasonCode
+        let nowMs = UInt64(max(0, now().timeIntervalSince1970 * 1000))
+        let tokenAction: TspV1.LifecycleAction? =
+            switch action {
+            case .suspend: .suspend
+            case .delete: .delete
+            case .resume: .resume
+            default: nil
+            }
+        // Kept with the block, in its transaction: a stop or a TSP that does not answer before the tokens change
+        // leaves it to be made again (`settlePendingTokenChanges`), never a stolen card whose tokens still pay.
+        let pending = tokenAction.map { PendingTokenChange(action: $0, reasonCode: reason, sinceMs: nowMs) }
         let changed = try store.setBlocked(
-            cardID: card.id, reason: request.blocked ? reason : nil,
-            atMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)))
+            cardID: card.id, reason: request.blocked ? reason : nil, atMs: nowMs, tokens: pending)
         log.info(
             request.blocked ? "card blocked" : "card opened",
             [
@@ -50,30 +60,109 @@ extension IssuerCardCareService {
         var response = IssuerV1.IssuerSetCardStatusResponse(
             cardID: card.id, blocked: request.blocked, blockedReason: request.blocked ? reason : "",
             changed: changed)
-        let lifecycleAction: TspV1.LifecycleAction
-        switch action {
-        case .suspend: lifecycleAction = .suspend
-        case .delete: lifecycleAction = .delete
-        case .resume: lifecycleAction = .resume
-        default: return response
+        guard let pending else { return response }
+        let applied: AppliedTokenChange
+        do {
+            // Ended a little before the operator's deadline, so that a TSP that does not answer is told as such.
+            applied = try await applyTokenChange(pending, toCard: card.id, log: log, options: .answeringInTime)
+        } catch let error as RPCError {
+            throw RPCError(
+                error.code,
+                "card \(card.id) is \(request.blocked ? "blocked (\(reason))" : "open"), and the change of its tokens "
+                    + "(\(pending.actionName)) is pending: \(error.message). The issuer makes it when its stream to "
+                    + "the TSP opens again, or now with tokenet issuer sync",
+                cause: error)
         }
-        let changedTokens = try await changeTokenStates(
-            IssuerV1.IssuerChangeTokenStatesRequest(action: lifecycleAction, reasonCode: reason, cardID: card.id),
-            context: context)
-        response.results = changedTokens.results
-        response.deletedTokensSkipped = changedTokens.deletedTokensSkipped
-        response.unknownTokensSkipped = changedTokens.unknownTokensSkipped
-        guard action == .suspend else { return response }
-        // A token waiting for ID&V cannot be suspended; left INACTIVE, a code could still activate it.
-        let waiting = changedTokens.results.filter { $0.statusCode != 0 && $0.tokenState == .inactive }
-            .map(\.digitalCardID)
-        guard !waiting.isEmpty else { return response }
-        let deleted = try await changeTokenStates(
-            IssuerV1.IssuerChangeTokenStatesRequest(digitalCardIds: waiting, action: .delete, reasonCode: reason),
-            context: context)
-        let byID = Dictionary(deleted.results.map { ($0.digitalCardID, $0) }, uniquingKeysWith: { first, _ in first })
-        response.results = response.results.map { byID[$0.digitalCardID] ?? $0 }
+        response.results = applied.results
+        response.deletedTokensSkipped = applied.deletedSkipped
+        response.unknownTokensSkipped = applied.unknownSkipped
+        response.tokensPending = !applied.settled
         return response
+    }
+
+    /// What one making of a card's token change came to.
+    struct AppliedTokenChange {
+        /// A result per token: suspensions, resumes and deletions first, then the deletions of tokens waiting for
+        /// ID&V that a suspension could not reach.
+        var results: [TspV1.TokenStateResult]
+        var deletedSkipped: Int32
+        var unknownSkipped: Int32
+        /// Every token has an answer that asking again would not change: the change is no longer pending.
+        var settled: Bool
+    }
+
+    /// Makes `change` for every token of card `cardID` at the TSP (`changeTokenStates`), deleting the tokens
+    /// waiting for ID&V that a suspension cannot reach, and drops the card's pending change once every token's
+    /// answer settles it. Throws, the change left pending, when the TSP answered none of the calls.
+    func applyTokenChange(
+        _ change: PendingTokenChange, toCard cardID: String, log: Logger, options: CallOptions = CallOptions()
+    ) async throws -> AppliedTokenChange {
+        let changed = try await changeTokenStates(
+            IssuerV1.IssuerChangeTokenStatesRequest(
+                action: change.action, reasonCode: change.reasonCode, cardID: cardID),
+            log: log, options: options)
+        var results = changed.results
+        // A token waiting for ID&V cannot be suspended; left INACTIVE, a code could still activate it.
+        let waiting =
+            change.action == .suspend
+            ? results.filter { $0.statusCode != 0 && $0.tokenState == .inactive }.map(\.digitalCardID) : []
+        if !waiting.isEmpty {
+            let deleted = try await changeTokenStates(
+                IssuerV1.IssuerChangeTokenStatesRequest(
+                    digitalCardIds: waiting, action: .delete, reasonCode: change.reasonCode),
+                log: log, options: options)
+            let byID = Dictionary(
+                deleted.results.map { ($0.digitalCardID, $0) }, uniquingKeysWith: { first, _ in first })
+            results = results.map { byID[$0.digitalCardID] ?? $0 }
+        }
+        let settled = !results.contains { Self.mayPass(StatusCode(rawValue: $0.statusCode)) }
+        if settled { try store.settlePendingTokenChange(cardID: cardID, change) }
+        return AppliedTokenChange(
+            results: results, deletedSkipped: changed.deletedTokensSkipped,
+            unknownSkipped: changed.unknownTokensSkipped, settled: settled)
+    }
+
+    /// A token's failure that asking again may turn into an answer (the TSP away, busy, or failing), as against a
+    /// refusal, which asking again would meet again.
+    static func mayPass(_ code: StatusCode) -> Bool {
+        switch code {
+        case .unavailable, .deadlineExceeded, .resourceExhausted, .aborted, .internal, .unknown, .cancelled:
+            true
+        default:
+            false
+        }
+    }
+
+    /// Makes again every card's token change still pending (`PendingTokenChange`), oldest card id first, each call
+    /// within `options`; how many it settled and how many stay pending. A card whose change fails stays pending and
+    /// the next is tried.
+    func settlePendingTokenChanges(log: Logger, options: CallOptions) async throws -> (settled: Int, pending: Int) {
+        var settled = 0
+        var pending = 0
+        for (cardID, change) in try store.pendingTokenChanges() {
+            let action = change.actionName
+            do {
+                let applied = try await applyTokenChange(change, toCard: cardID, log: log, options: options)
+                if applied.settled { settled += 1 } else { pending += 1 }
+                log.info(
+                    applied.settled
+                        ? "pending change of a card's tokens made" : "pending change of a card's tokens still pending",
+                    [
+                        "card": cardID, "action": action, "reason": change.reasonCode,
+                        "tokens": "\(applied.results.count)",
+                        "refused": "\(applied.results.filter { $0.statusCode != 0 }.count)",
+                    ])
+            } catch {
+                pending += 1
+                log.warning(
+                    "pending change of a card's tokens could not be made; it stays pending",
+                    [
+                        "card": cardID, "action": action, "reason": change.reasonCode,
+                        "error": (error as? RPCError)?.message ?? "\(error)",
+                    ])
+            }
+        }
+        return (settled, pending)
     }
 
     /// The reason a card's tokens are resumed with when it is opened without one.

@@ -13,6 +13,14 @@ extension IssuerCardCareService {
     func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws
         -> IssuerV1.IssuerChangeTokenStatesResponse
     {
+        try await changeTokenStates(request, log: logger.withTraceID(context.traceID))
+    }
+
+    /// `ChangeTokenStates`, logged to `log`, each call to the TSP made with `options` (inside a served call, the
+    /// served call's remaining deadline applies too).
+    func changeTokenStates(
+        _ request: IssuerV1.IssuerChangeTokenStatesRequest, log: Logger, options: CallOptions = CallOptions()
+    ) async throws -> IssuerV1.IssuerChangeTokenStatesResponse {
         let (ids, skipped) = try tokensToChange(request)
         let client = TspV1.TokenLifecycle.Client(try tspCaller())
         var batches = TokenStateBatches(skippedDeleted: skipped.deleted, skippedUnknown: skipped.unknown)
@@ -31,12 +39,12 @@ extension IssuerCardCareService {
                 batches.answered(
                     try await client.changeIssuerTokenStates(
                         TspV1.ChangeIssuerTokenStatesRequest(
-                            digitalCardIds: batch, action: request.action, reasonCode: request.reasonCode)))
+                            digitalCardIds: batch, action: request.action, reasonCode: request.reasonCode),
+                        options: options))
             } catch {
                 batches.failed(batch, error as? RPCError ?? RPCError(.unavailable, String(describing: error)))
             }
         }
-        let log = logger.withTraceID(context.traceID)
         noteDeleted(batches.deleted, log: log)
         batches.neverHeardOf(noteUnknown(batches.unknown, log: log))
         noteKnown(batches.known, log: log)

@@ -33,7 +33,8 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                             maskedPAN: pending.renewal.pan.masked, expiry: pending.renewal.expiry.description,
                             sinceMs: UInt64(max(0, pending.since.timeIntervalSince1970 * 1000)))
                     }, digitalCardIds: try store.tokens(ofCard: card.id).live,
-                    notEligibleReason: card.notEligibleReason ?? "", blockedReason: card.blockedReason ?? "")
+                    notEligibleReason: card.notEligibleReason ?? "", blockedReason: card.blockedReason ?? "",
+                    pendingTokenChange: card.pendingTokenChange?.message)
             },
             nextPageToken: next)
     }
@@ -44,7 +45,9 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
         let summary = try await tokenSync.check()
         return IssuerV1.IssuerSyncWithTspResponse(
             tokensChecked: UInt32(clamping: summary.listed), standInRecorded: UInt32(clamping: summary.standIn),
-            deletedRecorded: UInt32(clamping: summary.deleted))
+            deletedRecorded: UInt32(clamping: summary.deleted),
+            tokenChangesSettled: UInt32(clamping: summary.tokenChangesSettled),
+            tokenChangesPending: UInt32(clamping: summary.tokenChangesPending))
     }
 
     func pushCard(_ request: IssuerV1.PushCardRequest, context: ServerContext) async throws -> IssuerV1.PushCardResponse

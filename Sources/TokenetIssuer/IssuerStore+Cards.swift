@@ -58,17 +58,6 @@ extension IssuerStore {
     }
 
     /// Blocks the card with `reason`, or opens it (nil); false when it already had that status.
-    func setBlocked(cardID: String, reason: String?, atMs: UInt64) throws(IssuerError) -> Bool {
-        try storage("record the card's block") {
-            try database.execute(
-                """
-                UPDATE cards SET blocked_reason = ?, blocked_at_ms = ?
-                WHERE id = ? AND blocked_reason IS NOT ?
-                """, [reason, reason == nil ? nil : Int64(atMs), cardID, reason]
-            ).changes > 0
-        }
-    }
-
     func allCards() throws(IssuerError) -> [StoredCard] {
         let rows = try storage("list cards") { try database.query("\(Self.cardQuery) ORDER BY cards.id") }
         var cards: [StoredCard] = []
@@ -114,6 +103,7 @@ extension IssuerStore {
                 pendingSince: try row.get("pending_since_ms", as: Int64?.self)
             )
         }
+        let pendingTokens = try pendingTokenChange(row)
         do {
             let pan = try vault.openPAN(fields.pan, recordID: "card:\(fields.id)")
             let cvc = try vault.open(fields.cvc, associatedData: Array("cvc:\(fields.id)".utf8))
@@ -135,7 +125,7 @@ extension IssuerStore {
                 notEligibleReason: fields.notEligible, blockedReason: fields.blocked, rule: rule,
                 contact: CardholderContact(
                     phone: fields.phone, email: fields.email, callCenterNumber: fields.callCenter),
-                pendingRenewal: pending
+                pendingRenewal: pending, pendingTokenChange: pendingTokens
             )
         } catch let error as IssuerError {
             throw error

@@ -17,6 +17,8 @@ struct StoredCard: Sendable {
     var contact: CardholderContact
     /// The renewal reserved for the card and waiting for the TSP's answer, with when it was reserved; nil when none is.
     var pendingRenewal: (renewal: PendingRenewal, since: Date)? = nil
+    /// The change of the card's tokens that went with its block or opening and waits for the TSP; nil when none does.
+    var pendingTokenChange: PendingTokenChange? = nil
 }
 
 extension StoredCard {
@@ -127,6 +129,8 @@ final class IssuerStore: Sendable {
                 ALTER TABLE decisions ADD COLUMN token_requestor_id TEXT NOT NULL DEFAULT '';
                 ALTER TABLE decisions ADD COLUMN token_type INTEGER NOT NULL DEFAULT 0;
                 """),
+        // The change of a card's tokens that goes with its block, kept until the TSP has answered it for each.
+        Migration(version: 25, name: "pending-token-changes", sql: IssuerStore.pendingTokenChangeSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -31,6 +31,9 @@ struct IssuerTokenSync: Sendable {
         var standIn = 0
         /// Tokens recorded deleted now.
         var deleted = 0
+        /// Cards' pending token changes (`PendingTokenChange`) settled now, and those still pending.
+        var tokenChangesSettled = 0
+        var tokenChangesPending = 0
     }
 
     /// How long one call may take: a TSP that holds the call must not hold the next check back for ever.
@@ -58,7 +61,15 @@ struct IssuerTokenSync: Sendable {
                     }
                 }
             },
-            check: { _ = try await FlowTrace.runAsNewFlow { try await check() } },
+            check: {
+                let summary = try await FlowTrace.runAsNewFlow { try await check() }
+                // Tried again as a failed check is, until the TSP has answered each change.
+                if summary.tokenChangesPending > 0 {
+                    throw RPCError(
+                        .unavailable,
+                        "\(summary.tokenChangesPending) card(s) still have a change of their tokens pending at the TSP")
+                }
+            },
             failed: { error, failuresBefore in
                 let rpc = error as? RPCError
                 let message = rpc?.message ?? "\(error)"
@@ -127,9 +138,18 @@ struct IssuerTokenSync: Sendable {
                 "tokens the TSP deleted recorded deleted (their messages never reached the issuer)",
                 ["tokens": deleted.sorted().joined(separator: ",")])
         }
+        // The card blocks (or openings) whose token changes the TSP has not yet answered: a node stopped before it
+        // answered, or a TSP out of reach, leaves them to be made now.
+        (summary.tokenChangesSettled, summary.tokenChangesPending) = try await cardCare.settlePendingTokenChanges(
+            log: logger, options: CallOptions(timeout: callTimeout))
         logger.info(
             "the issuer's tokens checked with the TSP",
-            ["tokens": "\(summary.listed)", "stand_in_recorded": "\(summary.standIn)", "deleted": "\(summary.deleted)"])
+            [
+                "tokens": "\(summary.listed)", "stand_in_recorded": "\(summary.standIn)",
+                "deleted": "\(summary.deleted)",
+                "token_changes_settled": "\(summary.tokenChangesSettled)",
+                "token_changes_pending": "\(summary.tokenChangesPending)",
+            ])
         return summary
     }
 
@@ -140,7 +160,7 @@ struct IssuerTokenSync: Sendable {
     private func ask(_ client: TspV1.IssuerCardUpdates.Client, _ request: TspV1.GetIssuerTokensRequest) async throws
         -> TspV1.GetIssuerTokensResponse
     {
-        let timeout = CallOptions.answeringInTime.timeout.map { min($0, callWait) } ?? callWait
+        let timeout = callTimeout
         do {
             return try await client.getIssuerTokens(request, options: CallOptions(timeout: timeout))
         } catch let error as RPCError {
@@ -154,6 +174,11 @@ struct IssuerTokenSync: Sendable {
             }
             throw RPCError(Self.code(of: error), "the TSP's GetIssuerTokens failed: \(reason)")
         }
+    }
+
+    /// How long one call to the TSP may take: `callWait`, or less when the operator's own deadline leaves less.
+    private var callTimeout: Duration {
+        CallOptions.answeringInTime.timeout.map { min($0, callWait) } ?? callWait
     }
 
     /// The cause of a check the TSP cannot answer at all: it is not asked again until the stream opens again.

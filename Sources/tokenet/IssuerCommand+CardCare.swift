@@ -48,7 +48,10 @@ extension IssuerCommand {
         is activated, and it is not pushed. Its tokens are suspended (--tokens suspend, the default; those
         waiting for ID&V are deleted, as they cannot be suspended), deleted, or kept as they are. unblock-card
         opens it again, and resumes its tokens (--tokens resume, lifting the issuer's own suspensions) or keeps
-        them as they are (the default). issuer cards shows a blocked card's reason in its RULE column.
+        them as they are (the default). issuer cards shows a blocked card's reason in its RULE column. A change
+        of its tokens that the TSP did not settle (it did not answer, or the node stopped first) stays pending
+        with the card (cards shows it) and is made again each time the issuer's stream to the TSP opens, and on
+        issuer sync; blocking or opening the card again replaces it.
         """
 
     static func tokens(_ word: String) -> PartyAction {
@@ -208,6 +211,9 @@ extension IssuerCommand {
                     return "\(response.cardID) is \(status)\(response.changed ? "" : " (it already was)")"
                         + (response.results.isEmpty ? "" : "\n" + PartyText.tokenResults(response.results))
                         + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
+                        + (response.tokensPending
+                            ? "\nThe change of some tokens is pending: the TSP did not settle it. The issuer makes it "
+                                + "again when its stream to the TSP opens, or now with tokenet issuer sync." : "")
                         + "\n(trace \(traceID))"
                 },
                 exitStatus: { response in refusalStatus(response.results) })

@@ -75,7 +75,11 @@ enum IssuerCommand {
             text: { response, traceID in
                 "Checked \(response.tokensChecked) \(response.tokensChecked == 1 ? "token" : "tokens") with the TSP: "
                     + "\(response.standInRecorded) decided by its stand-in and \(response.deletedRecorded) deleted "
-                    + "recorded now.\n(trace \(traceID))"
+                    + "recorded now."
+                    + (response.tokenChangesSettled + response.tokenChangesPending > 0
+                        ? "\nPending token changes of blocked or opened cards: \(response.tokenChangesSettled) made, "
+                            + "\(response.tokenChangesPending) still pending." : "")
+                    + "\n(trace \(traceID))"
             })
     }
 

@@ -169,12 +169,19 @@ enum PartyText {
                     $0.cardID, $0.maskedPAN, scheme($0.scheme), $0.expiry, $0.cardholderName, $0.accountID,
                     // A card that is not eligible never reaches its rule: the column says so, or the table showed
                     // it as one that provisions.
-                    !$0.blockedReason.isEmpty
+                    (!$0.blockedReason.isEmpty
                         ? "blocked (\($0.blockedReason))"
-                        : $0.notEligibleReason.isEmpty ? $0.digitizationRule : "not eligible",
+                        : $0.notEligibleReason.isEmpty ? $0.digitizationRule : "not eligible")
+                        + ($0.pendingTokenChange.map { "; tokens \(pendingTokenChange($0)) pending" } ?? ""),
                     "\($0.digitalCardIds.count)", $0.pendingRenewal.map(pendingRenewal) ?? "",
                 ]
             })
+    }
+
+    /// A change of a card's tokens waiting for the TSP, as a word: `suspend`, `delete` or `resume`.
+    static func pendingTokenChange(_ pending: IssuerV1.PendingTokenChange) -> String {
+        let name = pending.action.protoValueName ?? "\(pending.action.rawValue)"
+        return (name.hasPrefix("LIFECYCLE_ACTION_") ? String(name.dropFirst(17)) : name).lowercased()
     }
 
     /// A renewal waiting for the TSP's answer, as a cell: the reserved number (masked), its expiry and since when.

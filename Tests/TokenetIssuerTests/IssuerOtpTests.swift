@@ -132,7 +132,7 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
     /// A blocked card's tokens waiting for ID&V get no code and are not activated by the call centre.
     @Test func aBlockedCardsTokensGetNoCodeAndNoActivation() async throws {
         _ = try await decisionTask.value
-        #expect(try party.store.setBlocked(cardID: Cards.visaStepUp.0, reason: "STOLEN", atMs: 1))
+        #expect(try party.store.setBlocked(cardID: Cards.visaStepUp.0, reason: "STOLEN", atMs: 1, tokens: nil))
         let code = await Support.rpcError { _ = try await send(.otpSms) }
         #expect(code?.code == .failedPrecondition)
         #expect(

@@ -81,4 +81,52 @@ import TokenetTestSupport
             ["issuer", "delete-tokens", back.listen, "--card", "card-visa-standin", "--reason", "LOST_CARD"])
         #expect(deleted.stdout.contains(standIn), "\(deleted.stdout)")
     }
+
+    /// A card blocked as stolen while the TSP is down: the block stands at once, and its token is suspended when
+    /// the TSP is back and the issuer's stream to it opens again, without the operator running anything more.
+    @Test(.timeLimit(.minutes(4))) func aBlockMadeWhileTheTSPIsDownSuspendsTheTokenOnceItIsBack() async throws {
+        let (tsp, wallet, issuer, flags) = try await offThePool { try LiveProvisioningTests.startNodes() }
+        defer {
+            wallet.stop()
+            issuer.stop()
+        }
+        func tokenet(_ arguments: [String], status: Int32 = 0) async throws -> CommandResult {
+            let result = try await runTokenet(arguments + flags)
+            #expect(result.status == status, "tokenet \(arguments): \(result.stdout)\(result.stderr)")
+            return result
+        }
+        _ = try await tokenet(
+            ["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123"])
+        let accepted = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        #expect(accepted.stdout.contains("is ACTIVE."), "\(accepted.stdout)")
+
+        let (tspDirectory, tspListen) = (tsp.directory, tsp.listen)
+        try await offThePool { tsp.stop() }
+        let blocked = try await runTokenet(
+            ["issuer", "block-card", issuer.listen, "card-visa-approve", "--reason", "STOLEN"] + flags)
+        #expect(blocked.status == 78, "\(blocked.stdout)\(blocked.stderr)")  // UNAVAILABLE: 64 + 14
+        #expect(
+            blocked.stderr.contains(
+                "card card-visa-approve is blocked (STOLEN), and the change of its tokens (suspend) is pending"),
+            "\(blocked.stderr)")
+        let pending = try await tokenet(["issuer", "cards", issuer.listen])
+        #expect(pending.stdout.contains("blocked (STOLEN); tokens suspend pending"), "\(pending.stdout)")
+
+        let back = try await offThePool {
+            try NodeProcess(
+                "tsp-node", role: "tsp", pki: try TestPKI.directory(), listen: tspListen, directory: tspDirectory,
+                extra: ["--issuer", issuer.listen])
+        }
+        defer { back.stop() }
+        try await LiveNodeStopTests.waitFor("the pending suspension", in: issuer) {
+            $0.contains("pending change of a card's tokens made") && $0.contains("card=card-visa-approve")
+        }
+        let tokens = try await tokenet(["tsp", "tokens", back.listen, "--json"])
+        let listed = try #require(JSONSerialization.jsonObject(with: Data(tokens.stdout.utf8)) as? [String: Any])
+        let states = (listed["tokens"] as? [[String: Any]] ?? []).compactMap { $0["state"] as? String }
+        #expect(states == ["TOKEN_STATE_SUSPENDED"], "\(tokens.stdout)")
+        let settled = try await tokenet(["issuer", "cards", issuer.listen])
+        #expect(settled.stdout.contains("blocked (STOLEN)"), "\(settled.stdout)")
+        #expect(!settled.stdout.contains("pending"), "\(settled.stdout)")
+    }
 }

@@ -220,6 +220,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__pending_card_renewal(void) {
     return &tokenet__issuer__v1__pending_card_renewal__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__pending_token_change(void) {
+    return &tokenet__issuer__v1__pending_token_change__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__push_card_request(void) {
     return &tokenet__issuer__v1__push_card_request__descriptor;
 }

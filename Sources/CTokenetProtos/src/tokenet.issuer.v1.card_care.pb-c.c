@@ -444,7 +444,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_set_card_status_req
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_set_card_status_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_set_card_status_response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_set_card_status_response__field_descriptors[8] =
 {
   {
     "card_id",
@@ -530,6 +530,18 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_set_card_statu
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "tokens_pending",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse, tokens_pending),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_set_card_status_response__field_indices_by_name[] = {
   1,   /* field[1] = blocked */
@@ -538,12 +550,13 @@ static const unsigned tokenet__issuer__v1__issuer_set_card_status_response__fiel
   3,   /* field[3] = changed */
   5,   /* field[5] = deleted_tokens_skipped */
   4,   /* field[4] = results */
+  7,   /* field[7] = tokens_pending */
   6,   /* field[6] = unknown_tokens_skipped */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_set_card_status_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_set_card_status_response__descriptor =
 {
@@ -553,7 +566,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_set_card_status_res
   "Tokenet__Issuer__V1__IssuerSetCardStatusResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerSetCardStatusResponse),
-  7,
+  8,
   tokenet__issuer__v1__issuer_set_card_status_response__field_descriptors,
   tokenet__issuer__v1__issuer_set_card_status_response__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_set_card_status_response__number_ranges,

@@ -187,6 +187,51 @@ void   tokenet__issuer__v1__issuer_card__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__issuer_card__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__issuer__v1__pending_token_change__init
+                     (Tokenet__Issuer__V1__PendingTokenChange         *message)
+{
+  static const Tokenet__Issuer__V1__PendingTokenChange init_value = TOKENET__ISSUER__V1__PENDING_TOKEN_CHANGE__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__pending_token_change__get_packed_size
+                     (const Tokenet__Issuer__V1__PendingTokenChange *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_token_change__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__pending_token_change__pack
+                     (const Tokenet__Issuer__V1__PendingTokenChange *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_token_change__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__pending_token_change__pack_to_buffer
+                     (const Tokenet__Issuer__V1__PendingTokenChange *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_token_change__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__PendingTokenChange *
+       tokenet__issuer__v1__pending_token_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__PendingTokenChange *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__pending_token_change__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__pending_token_change__free_unpacked
+                     (Tokenet__Issuer__V1__PendingTokenChange *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_token_change__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__issuer__v1__pending_card_renewal__init
                      (Tokenet__Issuer__V1__PendingCardRenewal         *message)
 {
@@ -430,7 +475,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_reque
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_sync_with_tsp_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_response__field_descriptors[5] =
 {
   {
     "tokens_checked",
@@ -468,16 +513,42 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token_changes_settled",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSyncWithTspResponse, token_changes_settled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_changes_pending",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSyncWithTspResponse, token_changes_pending),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_sync_with_tsp_response__field_indices_by_name[] = {
   2,   /* field[2] = deleted_recorded */
   1,   /* field[1] = stand_in_recorded */
+  4,   /* field[4] = token_changes_pending */
+  3,   /* field[3] = token_changes_settled */
   0,   /* field[0] = tokens_checked */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_sync_with_tsp_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor =
 {
@@ -487,7 +558,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_respo
   "Tokenet__Issuer__V1__IssuerSyncWithTspResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerSyncWithTspResponse),
-  3,
+  5,
   tokenet__issuer__v1__issuer_sync_with_tsp_response__field_descriptors,
   tokenet__issuer__v1__issuer_sync_with_tsp_response__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_sync_with_tsp_response__number_ranges,
@@ -545,7 +616,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descri
   (ProtobufCMessageInit) tokenet__issuer__v1__list_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[11] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[12] =
 {
   {
     "card_id",
@@ -679,6 +750,18 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pending_token_change",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerCard, pending_token_change),
+    &tokenet__issuer__v1__pending_token_change__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] = {
   5,   /* field[5] = account_id */
@@ -691,12 +774,13 @@ static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] 
   1,   /* field[1] = masked_pan */
   9,   /* field[9] = not_eligible_reason */
   7,   /* field[7] = pending_renewal */
+  11,   /* field[11] = pending_token_change */
   2,   /* field[2] = scheme */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
 {
@@ -706,11 +790,75 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
   "Tokenet__Issuer__V1__IssuerCard",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerCard),
-  11,
+  12,
   tokenet__issuer__v1__issuer_card__field_descriptors,
   tokenet__issuer__v1__issuer_card__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_card__number_ranges,
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_card__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__pending_token_change__field_descriptors[3] =
+{
+  {
+    "action",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__PendingTokenChange, action),
+    &tokenet__tsp__v1__lifecycle_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason_code",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__PendingTokenChange, reason_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "since_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__PendingTokenChange, since_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__pending_token_change__field_indices_by_name[] = {
+  0,   /* field[0] = action */
+  1,   /* field[1] = reason_code */
+  2,   /* field[2] = since_ms */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__pending_token_change__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__issuer__v1__pending_token_change__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.PendingTokenChange",
+  "PendingTokenChange",
+  "Tokenet__Issuer__V1__PendingTokenChange",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__PendingTokenChange),
+  3,
+  tokenet__issuer__v1__pending_token_change__field_descriptors,
+  tokenet__issuer__v1__pending_token_change__field_indices_by_name,
+  1,  tokenet__issuer__v1__pending_token_change__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__pending_token_change__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor tokenet__issuer__v1__pending_card_renewal__field_descriptors[3] =

@@ -95,6 +95,7 @@ public enum ProtoRegistry {
         IssuerV1.OutboxRequest.self,
         IssuerV1.OutboxResponse.self,
         IssuerV1.PendingCardRenewal.self,
+        IssuerV1.PendingTokenChange.self,
         IssuerV1.PushCardRequest.self,
         IssuerV1.PushCardResponse.self,
         IssuerV1.PushReceipt.self,

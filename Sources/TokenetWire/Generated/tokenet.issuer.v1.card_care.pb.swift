@@ -75,6 +75,14 @@ extension IssuerV1 {
 
         public var unknownTokensSkipped: Int32 = 0
 
+        /// True when the change of some tokens is not settled: the TSP did not answer for them, or answered with a failure
+        /// that may pass (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNKNOWN, CANCELLED). The
+        /// issuer keeps the change with the card (IssuerCard.pending_token_change) and makes it again, for every token of
+        /// the card, each time its notification stream to the TSP opens and on IssuerControl.SyncWithTsp, until every
+        /// token has an answer that settles it; a later SetCardStatus of the card replaces it. A node stopped before the
+        /// TSP answered finishes it the same way once it is back.
+        public var tokensPending: Bool = false
+
         public init() {}
 
         public init(
@@ -84,7 +92,8 @@ extension IssuerV1 {
             changed: Bool = false,
             results: [TspV1.TokenStateResult] = [],
             deletedTokensSkipped: Int32 = 0,
-            unknownTokensSkipped: Int32 = 0
+            unknownTokensSkipped: Int32 = 0,
+            tokensPending: Bool = false
         ) {
             self.cardID = cardID
             self.blocked = blocked
@@ -93,6 +102,7 @@ extension IssuerV1 {
             self.results = results
             self.deletedTokensSkipped = deletedTokensSkipped
             self.unknownTokensSkipped = unknownTokensSkipped
+            self.tokensPending = tokensPending
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -103,6 +113,7 @@ extension IssuerV1 {
             self.results = try reader.readRepeatedMessages(5)
             self.deletedTokensSkipped = try reader.read(6)
             self.unknownTokensSkipped = try reader.read(7)
+            self.tokensPending = try reader.read(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -113,6 +124,7 @@ extension IssuerV1 {
             try writer.write(5, repeatedMessages: results)
             try writer.write(6, deletedTokensSkipped)
             try writer.write(7, unknownTokensSkipped)
+            try writer.write(8, tokensPending)
         }
     }
 }

@@ -38,24 +38,42 @@ extension IssuerV1 {
         /// Tokens of the issuer's cards it recorded deleted now.
         public var deletedRecorded: UInt32 = 0
 
+        /// Pending changes of cards' tokens (IssuerCard.pending_token_change) settled now; those still pending are in
+        /// token_changes_pending.
+        public var tokenChangesSettled: UInt32 = 0
+
+        public var tokenChangesPending: UInt32 = 0
+
         public init() {}
 
-        public init(tokensChecked: UInt32 = 0, standInRecorded: UInt32 = 0, deletedRecorded: UInt32 = 0) {
+        public init(
+            tokensChecked: UInt32 = 0,
+            standInRecorded: UInt32 = 0,
+            deletedRecorded: UInt32 = 0,
+            tokenChangesSettled: UInt32 = 0,
+            tokenChangesPending: UInt32 = 0
+        ) {
             self.tokensChecked = tokensChecked
             self.standInRecorded = standInRecorded
             self.deletedRecorded = deletedRecorded
+            self.tokenChangesSettled = tokenChangesSettled
+            self.tokenChangesPending = tokenChangesPending
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.tokensChecked = try reader.read(1)
             self.standInRecorded = try reader.read(2)
             self.deletedRecorded = try reader.read(3)
+            self.tokenChangesSettled = try reader.read(4)
+            self.tokenChangesPending = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, tokensChecked)
             try writer.write(2, standInRecorded)
             try writer.write(3, deletedRecorded)
+            try writer.write(4, tokenChangesSettled)
+            try writer.write(5, tokenChangesPending)
         }
     }
 }
@@ -132,6 +150,10 @@ extension IssuerV1 {
         /// Set for a card the issuer's operator blocked (IssuerCardCare.SetCardStatus): the block's reason, e.g. "STOLEN".
         public var blockedReason: String = ""
 
+        /// The change of the card's tokens that went with its block or opening (IssuerCardCare.SetCardStatus) and is not
+        /// yet settled with the TSP; unset when there is none.
+        public var pendingTokenChange: IssuerV1.PendingTokenChange? = nil
+
         public init() {}
 
         public init(
@@ -145,7 +167,8 @@ extension IssuerV1 {
             pendingRenewal: IssuerV1.PendingCardRenewal? = nil,
             digitalCardIds: [String] = [],
             notEligibleReason: String = "",
-            blockedReason: String = ""
+            blockedReason: String = "",
+            pendingTokenChange: IssuerV1.PendingTokenChange? = nil
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
@@ -158,6 +181,7 @@ extension IssuerV1 {
             self.digitalCardIds = digitalCardIds
             self.notEligibleReason = notEligibleReason
             self.blockedReason = blockedReason
+            self.pendingTokenChange = pendingTokenChange
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -172,6 +196,7 @@ extension IssuerV1 {
             self.digitalCardIds = try reader.readRepeated(9)
             self.notEligibleReason = try reader.read(10)
             self.blockedReason = try reader.read(11)
+            self.pendingTokenChange = try reader.readMessage(12)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -186,6 +211,50 @@ extension IssuerV1 {
             try writer.write(9, repeated: digitalCardIds)
             try writer.write(10, notEligibleReason)
             try writer.write(11, blockedReason)
+            if let value = pendingTokenChange { try writer.write(12, message: value) }
+        }
+    }
+}
+
+extension IssuerV1 {
+    /// A change of every token of a card that the issuer makes again until the TSP has answered it for each token
+    /// (IssuerSetCardStatusResponse.tokens_pending).
+    public struct PendingTokenChange: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.PendingTokenChange"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__pending_token_change())
+        }
+
+        /// SUSPEND (a token waiting for ID&V is deleted instead, as it cannot be suspended), DELETE or RESUME.
+        public var action: TspV1.LifecycleAction = TspV1.LifecycleAction(rawValue: 0)
+
+        public var reasonCode: String = ""
+
+        /// When the change was asked for (ms since the Unix epoch).
+        public var sinceMs: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            action: TspV1.LifecycleAction = TspV1.LifecycleAction(rawValue: 0),
+            reasonCode: String = "",
+            sinceMs: UInt64 = 0
+        ) {
+            self.action = action
+            self.reasonCode = reasonCode
+            self.sinceMs = sinceMs
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.action = try reader.read(1)
+            self.reasonCode = try reader.read(2)
+            self.sinceMs = try reader.read(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, action)
+            try writer.write(2, reasonCode)
+            try writer.write(3, sinceMs)
         }
     }
 }

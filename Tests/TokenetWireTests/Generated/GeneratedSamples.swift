@@ -69,6 +69,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.OutboxRequest.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxResponse.samples() as [any ProtoMessage]
     all += IssuerV1.PendingCardRenewal.samples() as [any ProtoMessage]
+    all += IssuerV1.PendingTokenChange.samples() as [any ProtoMessage]
     all += IssuerV1.PushCardRequest.samples() as [any ProtoMessage]
     all += IssuerV1.PushCardResponse.samples() as [any ProtoMessage]
     all += IssuerV1.PushReceipt.samples() as [any ProtoMessage]
@@ -699,6 +700,7 @@ extension IssuerV1.IssuerCard {
         base.digitalCardIds = ["digital_card_ids-9 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-10 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.notEligibleReason = "not_eligible_reason-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.blockedReason = "blocked_reason-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pendingTokenChange = IssuerV1.PendingTokenChange.samples()[0]
         return [base]
     }
 }
@@ -792,6 +794,7 @@ extension IssuerV1.IssuerSetCardStatusResponse {
         base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
         base.deletedTokensSkipped = -6000018
         base.unknownTokensSkipped = -7000021
+        base.tokensPending = true
         return [base]
     }
 }
@@ -809,6 +812,8 @@ extension IssuerV1.IssuerSyncWithTspResponse {
         base.tokensChecked = 3999999999
         base.standInRecorded = 3999999998
         base.deletedRecorded = 3999999997
+        base.tokenChangesSettled = 3999999996
+        base.tokenChangesPending = 3999999995
         return [base]
     }
 }
@@ -896,6 +901,16 @@ extension IssuerV1.PendingCardRenewal {
         var base = Self()
         base.maskedPAN = "masked_pan-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.sinceMs = 18446744073709551612
+        return [base]
+    }
+}
+
+extension IssuerV1.PendingTokenChange {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.sinceMs = 18446744073709551612
         return [base]
     }

@@ -99,10 +99,19 @@ struct  Tokenet__Issuer__V1__IssuerSetCardStatusResponse
   Tokenet__Tsp__V1__TokenStateResult **results;
   int32_t deleted_tokens_skipped;
   int32_t unknown_tokens_skipped;
+  /*
+   * True when the change of some tokens is not settled: the TSP did not answer for them, or answered with a failure
+   * that may pass (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNKNOWN, CANCELLED). The
+   * issuer keeps the change with the card (IssuerCard.pending_token_change) and makes it again, for every token of
+   * the card, each time its notification stream to the TSP opens and on IssuerControl.SyncWithTsp, until every
+   * token has an answer that settles it; a later SetCardStatus of the card replaces it. A node stopped before the
+   * TSP answered finishes it the same way once it is back.
+   */
+  protobuf_c_boolean tokens_pending;
 };
 #define TOKENET__ISSUER__V1__ISSUER_SET_CARD_STATUS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_set_card_status_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, 0, 0 }
 
 
 /*

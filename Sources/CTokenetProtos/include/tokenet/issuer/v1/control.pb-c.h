@@ -16,11 +16,13 @@ PROTOBUF_C__BEGIN_DECLS
 
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
+#include "tokenet/tsp/v1/lifecycle.pb-c.h"
 
 typedef struct Tokenet__Issuer__V1__IssuerSyncWithTspRequest Tokenet__Issuer__V1__IssuerSyncWithTspRequest;
 typedef struct Tokenet__Issuer__V1__IssuerSyncWithTspResponse Tokenet__Issuer__V1__IssuerSyncWithTspResponse;
 typedef struct Tokenet__Issuer__V1__ListCardsRequest Tokenet__Issuer__V1__ListCardsRequest;
 typedef struct Tokenet__Issuer__V1__IssuerCard Tokenet__Issuer__V1__IssuerCard;
+typedef struct Tokenet__Issuer__V1__PendingTokenChange Tokenet__Issuer__V1__PendingTokenChange;
 typedef struct Tokenet__Issuer__V1__PendingCardRenewal Tokenet__Issuer__V1__PendingCardRenewal;
 typedef struct Tokenet__Issuer__V1__ListCardsResponse Tokenet__Issuer__V1__ListCardsResponse;
 typedef struct Tokenet__Issuer__V1__PushCardRequest Tokenet__Issuer__V1__PushCardRequest;
@@ -69,10 +71,16 @@ struct  Tokenet__Issuer__V1__IssuerSyncWithTspResponse
    * Tokens of the issuer's cards it recorded deleted now.
    */
   uint32_t deleted_recorded;
+  /*
+   * Pending changes of cards' tokens (IssuerCard.pending_token_change) settled now; those still pending are in
+   * token_changes_pending.
+   */
+  uint32_t token_changes_settled;
+  uint32_t token_changes_pending;
 };
 #define TOKENET__ISSUER__V1__ISSUER_SYNC_WITH_TSP_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor) \
-    , 0, 0, 0 }
+    , 0, 0, 0, 0, 0 }
 
 
 struct  Tokenet__Issuer__V1__ListCardsRequest
@@ -128,10 +136,37 @@ struct  Tokenet__Issuer__V1__IssuerCard
    * Set for a card the issuer's operator blocked (IssuerCardCare.SetCardStatus): the block's reason, e.g. "STOLEN".
    */
   char *blocked_reason;
+  /*
+   * The change of the card's tokens that went with its block or opening (IssuerCardCare.SetCardStatus) and is not
+   * yet settled with the TSP; unset when there is none.
+   */
+  Tokenet__Issuer__V1__PendingTokenChange *pending_token_change;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_card__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+
+
+/*
+ * A change of every token of a card that the issuer makes again until the TSP has answered it for each token
+ * (IssuerSetCardStatusResponse.tokens_pending).
+ */
+struct  Tokenet__Issuer__V1__PendingTokenChange
+{
+  ProtobufCMessage base;
+  /*
+   * SUSPEND (a token waiting for ID&V is deleted instead, as it cannot be suspended), DELETE or RESUME.
+   */
+  Tokenet__Tsp__V1__LifecycleAction action;
+  char *reason_code;
+  /*
+   * When the change was asked for (ms since the Unix epoch).
+   */
+  uint64_t since_ms;
+};
+#define TOKENET__ISSUER__V1__PENDING_TOKEN_CHANGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__pending_token_change__descriptor) \
+    , TOKENET__TSP__V1__LIFECYCLE_ACTION__LIFECYCLE_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, 0 }
 
 
 /*
@@ -300,6 +335,25 @@ Tokenet__Issuer__V1__IssuerCard *
 void   tokenet__issuer__v1__issuer_card__free_unpacked
                      (Tokenet__Issuer__V1__IssuerCard *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Issuer__V1__PendingTokenChange methods */
+void   tokenet__issuer__v1__pending_token_change__init
+                     (Tokenet__Issuer__V1__PendingTokenChange         *message);
+size_t tokenet__issuer__v1__pending_token_change__get_packed_size
+                     (const Tokenet__Issuer__V1__PendingTokenChange   *message);
+size_t tokenet__issuer__v1__pending_token_change__pack
+                     (const Tokenet__Issuer__V1__PendingTokenChange   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__pending_token_change__pack_to_buffer
+                     (const Tokenet__Issuer__V1__PendingTokenChange   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__PendingTokenChange *
+       tokenet__issuer__v1__pending_token_change__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__pending_token_change__free_unpacked
+                     (Tokenet__Issuer__V1__PendingTokenChange *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Issuer__V1__PendingCardRenewal methods */
 void   tokenet__issuer__v1__pending_card_renewal__init
                      (Tokenet__Issuer__V1__PendingCardRenewal         *message);
@@ -409,6 +463,9 @@ typedef void (*Tokenet__Issuer__V1__ListCardsRequest_Closure)
 typedef void (*Tokenet__Issuer__V1__IssuerCard_Closure)
                  (const Tokenet__Issuer__V1__IssuerCard *message,
                   void *closure_data);
+typedef void (*Tokenet__Issuer__V1__PendingTokenChange_Closure)
+                 (const Tokenet__Issuer__V1__PendingTokenChange *message,
+                  void *closure_data);
 typedef void (*Tokenet__Issuer__V1__PendingCardRenewal_Closure)
                  (const Tokenet__Issuer__V1__PendingCardRenewal *message,
                   void *closure_data);
@@ -474,6 +531,7 @@ extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_ts
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__pending_token_change__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__pending_card_renewal__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__push_card_request__descriptor;

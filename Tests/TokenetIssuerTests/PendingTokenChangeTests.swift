@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// A card blocked (or opened) whose tokens the TSP did not change, because it did not answer or the node stopped
+/// first, keeps the change pending with the card, and the issuer's next check with the TSP makes it.
+@Suite struct PendingTokenChangeTests {
+    let tsp: FakeLifecycleTSP
+    let sink = MemoryLogSink()
+    let party: IssuerParty
+    let care: IssuerV1.IssuerCardCare.Client
+    let control: IssuerV1.IssuerControl.Client
+    let card = Cards.visaApprove.0
+
+    init() throws {
+        (tsp, party, care) = try Support.cardCare(sink: sink)
+        control = IssuerV1.IssuerControl.Client(Support.connect(Support.router(party), as: .operator))
+    }
+
+    func token(_ id: String) throws {
+        try party.store.record(
+            DecisionRecord(
+                cardID: card, last4: "0009", digitalCardID: id, tokenLast4: "4321", walletAccountID: "wa-1",
+                inputMethod: 1, deviceID: "d-1", deviceType: "PHONE", risk: RiskScores(account: 1, device: 1),
+                recommendation: 1, rule: "approve", outcome: .approved),
+            at: Support.now)
+    }
+
+    /// The check a node runs each time its stream to the TSP opens, registered as a node is by then.
+    func check() async throws -> IssuerTokenSync.Summary {
+        try await party.tsp.register()
+        var sync = IssuerTokenSync(
+            store: party.store, decisions: party.decisions, cardCare: party.cardCare, signal: StreamOpenedSignal(),
+            logger: Support.logger(sink))
+        sync.callWait = .seconds(600)
+        return try await sync.check()
+    }
+
+    func pending() throws -> PendingTokenChange? { try party.store.card(id: card)?.pendingTokenChange }
+
+    func sent() -> [(TspV1.LifecycleAction, [String], String)] {
+        tsp.state.withLock { $0.changes.map { ($0.action, $0.digitalCardIds, $0.reasonCode) } }
+    }
+
+    @Test func aBlockWhoseTokensTheTSPDidNotChangeIsMadeAtTheNextCheck() async throws {
+        try token("DNILIVE1")
+        try token("DNIWAITING1")
+        tsp.state.withLock {
+            $0.inactive = ["DNIWAITING1"]
+            $0.failingChangeCalls[1] = RPCError(.unavailable, "the TSP is restarting")
+        }
+        let error = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "STOLEN"))
+        }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message.hasPrefix(
+                "card \(card) is blocked (STOLEN), and the change of its tokens (suspend) is pending: ") == true,
+            "\(error?.message ?? "")")
+        #expect(error?.message.contains("tokenet issuer sync") == true)
+        // The block stands, with the change kept beside it, and the listing shows both.
+        #expect(try party.store.card(id: card)?.blockedReason == "STOLEN")
+        #expect(try pending()?.action == .suspend && pending()?.reasonCode == "STOLEN")
+        let listed = try await control.listCards(.init()).cards.first { $0.cardID == card }
+        #expect(listed?.blockedReason == "STOLEN")
+        #expect(listed?.pendingTokenChange?.action == .suspend && listed?.pendingTokenChange?.reasonCode == "STOLEN")
+        #expect(sent().isEmpty)
+
+        let summary = try await check()
+        #expect(summary.tokenChangesSettled == 1 && summary.tokenChangesPending == 0)
+        let made = sent()
+        #expect(made.map(\.0) == [.suspend, .delete], "\(made)")
+        #expect(made.first?.1 == ["DNILIVE1", "DNIWAITING1"] && made.last?.1 == ["DNIWAITING1"])
+        #expect(made.allSatisfy { $0.2 == "STOLEN" })
+        #expect(try pending() == nil)
+        #expect(try await control.listCards(.init()).cards.first { $0.cardID == card }?.pendingTokenChange == nil)
+
+        // Settled, it is not made again.
+        let again = try await check()
+        #expect(again.tokenChangesSettled == 0 && again.tokenChangesPending == 0)
+        #expect(sent().count == 2)
+    }
+
+    /// A call that failed after another was answered leaves its tokens with the call's status: the operator is
+    /// answered, told the change is pending, and the next check sends every token of the card again.
+    @Test func tokensLeftWithAFailureThatMayPassKeepTheChangePending() async throws {
+        let ids = (1...11).map { "DNIMANY\($0)" }
+        for id in ids { try token(id) }
+        tsp.state.withLock { $0.failingChangeCalls[2] = RPCError(.deadlineExceeded, "no answer in time") }
+        let blocked = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "LOST"))
+        #expect(blocked.tokensPending)
+        #expect(blocked.results.count == 11)
+        #expect(blocked.results.last?.statusCode == StatusCode.deadlineExceeded.rawValue)
+        #expect(try pending()?.action == .suspend)
+
+        let summary = try await check()
+        #expect(summary.tokenChangesSettled == 1)
+        #expect(sent().map(\.1.count) == [10, 10, 1])
+        #expect(try pending() == nil)
+    }
+
+    /// A refusal asking again would meet the same way (a token already suspended, one the TSP does not know)
+    /// settles the change: only failures that may pass keep it.
+    @Test func refusalsSettleTheChange() async throws {
+        try token("DNIGONE1")
+        try token("DNILIVE2")
+        tsp.state.withLock { $0.foreign = ["DNIGONE1"] }
+        let blocked = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "FRAUD"))
+        let codes = Dictionary(uniqueKeysWithValues: blocked.results.map { ($0.digitalCardID, $0.statusCode) })
+        #expect(codes == ["DNIGONE1": StatusCode.permissionDenied.rawValue, "DNILIVE2": 0])
+        #expect(!blocked.tokensPending)
+        #expect(try pending() == nil)
+    }
+
+    @Test func openingTheCardReplacesOrDropsThePendingChange() async throws {
+        try token("DNILIVE3")
+        tsp.state.withLock { $0.failingChangeCalls[1] = RPCError(.unavailable, "the TSP is restarting") }
+        _ = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "STOLEN"))
+        }
+        #expect(try pending()?.action == .suspend)
+
+        // Opened keeping its tokens as they are: the suspension not yet made is not made after all.
+        let opened = try await care.setCardStatus(.init(cardID: card, blocked: false, tokens: .keep))
+        #expect(!opened.blocked && !opened.tokensPending)
+        #expect(try pending() == nil)
+        let summary = try await check()
+        #expect(summary.tokenChangesSettled == 0 && summary.tokenChangesPending == 0)
+        #expect(sent().isEmpty)
+
+        // Blocked again, and opened with a resume the TSP answers: the block's change is replaced, and settled.
+        tsp.state.withLock { $0.failingChangeCalls[2] = RPCError(.unavailable, "the TSP is restarting") }
+        _ = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "LOST", tokens: .delete))
+        }
+        #expect(try pending()?.action == .delete)
+        let resumed = try await care.setCardStatus(.init(cardID: card, blocked: false, tokens: .resume))
+        #expect(!resumed.tokensPending && resumed.results.map(\.tokenState) == [.active])
+        #expect(try pending() == nil)
+        #expect(sent().map(\.0) == [.resume])
+    }
+
+    /// A check that cannot make a pending change (the TSP still failing) keeps it, and says how many are left.
+    @Test func aChangeTheTSPStillFailsStaysPending() async throws {
+        try token("DNILIVE4")
+        tsp.state.withLock {
+            $0.failingChangeCalls[1] = RPCError(.unavailable, "the TSP is restarting")
+            $0.failingChangeCalls[2] = RPCError(.unavailable, "the TSP is still restarting")
+        }
+        _ = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "STOLEN"))
+        }
+        let summary = try await check()
+        #expect(summary.tokenChangesSettled == 0 && summary.tokenChangesPending == 1)
+        #expect(try pending()?.action == .suspend)
+        #expect(
+            sink.lines.contains {
+                $0.contains("pending change of a card's tokens could not be made; it stays pending")
+                    && $0.contains("the TSP is still restarting")
+            })
+        let last = try await check()
+        #expect(last.tokenChangesSettled == 1)
+        #expect(try pending() == nil)
+    }
+}
