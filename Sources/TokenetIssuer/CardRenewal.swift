@@ -1,4 +1,3 @@
-import Synchronization
 import TokenetCard
 import TokenetRPC
 import TokenetWire
@@ -166,20 +165,5 @@ enum TokenRenewalResult: Equatable {
             return
         }
         self = Self.permanent.contains(code) ? .refusedForGood : .failed(code)
-    }
-}
-
-/// The cards whose renewal this node is running: one at a time per card, so a second request for a card cannot
-/// settle (complete or release) the reservation the first is still waiting on the TSP for.
-final class RenewalsUnderWay: Sendable {
-    private let cards = Mutex<Set<String>>([])
-
-    /// Claims `cardID`; false when a renewal of that card is already under way.
-    func begin(_ cardID: String) -> Bool {
-        cards.withLock { $0.insert(cardID).inserted }
-    }
-
-    func end(_ cardID: String) {
-        _ = cards.withLock { $0.remove(cardID) }
     }
 }

@@ -36,6 +36,13 @@ extension IssuerCardCareService {
                 .notFound,
                 "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards (tokenet issuer cards)")
         }
+        guard tokenChanges.begin(card.id) else {
+            throw RPCError(
+                .aborted,
+                "the tokens of card \(card.id) are being changed at the TSP (a block, an opening, or a pending change "
+                    + "made again); try again once that has finished")
+        }
+        defer { tokenChanges.end(card.id) }
         let log = logger.withTraceID(context.traceID)
         let reason = request.reasonCode.isEmpty ? Self.openedReason : request.reasonCode
         let nowMs = UInt64(max(0, now().timeIntervalSince1970 * 1000))
@@ -141,6 +148,12 @@ extension IssuerCardCareService {
         var pending = 0
         for (cardID, change) in try store.pendingTokenChanges() {
             let action = change.actionName
+            // The operator's own block or opening of the card is under way: it makes or replaces the change.
+            guard tokenChanges.begin(cardID) else {
+                pending += 1
+                continue
+            }
+            defer { tokenChanges.end(cardID) }
             do {
                 let applied = try await applyTokenChange(change, toCard: cardID, log: log, options: options)
                 if applied.settled { settled += 1 } else { pending += 1 }

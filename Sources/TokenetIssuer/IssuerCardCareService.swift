@@ -16,7 +16,8 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     let tsp: TSPLink
     let logger: Logger
     let now: @Sendable () -> Date
-    let renewals = RenewalsUnderWay()
+    let renewals = CardsUnderWay()
+    let tokenChanges = CardsUnderWay()
 
     func renewCard(_ request: IssuerV1.IssuerRenewCardRequest, context: ServerContext) async throws
         -> IssuerV1.IssuerRenewCardResponse

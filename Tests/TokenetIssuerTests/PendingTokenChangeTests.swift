@@ -167,4 +167,30 @@ import TokenetWire
         #expect(last.tokenChangesSettled == 1)
         #expect(try pending() == nil)
     }
+
+    /// One change of a card's tokens at a time: the making again of a pending change waits for the operator's block
+    /// or opening of the card under way (which makes or replaces it), and the operator is asked to try again while
+    /// a pending change is being made, so an older change never reaches the TSP after a newer one.
+    @Test func oneChangeOfACardsTokensAtATime() async throws {
+        try token("DNILIVE5")
+        tsp.state.withLock { $0.failingChangeCalls[1] = RPCError(.unavailable, "the TSP is restarting") }
+        _ = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "STOLEN"))
+        }
+        #expect(party.cardCare.tokenChanges.begin(card))
+        let held = try await check()
+        #expect(held.tokenChangesSettled == 0 && held.tokenChangesPending == 1)
+        #expect(tsp.state.withLock { $0.changeCalls } == 1)
+        let refused = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: false, tokens: .keep))
+        }
+        #expect(refused?.code == .aborted)
+        #expect(refused?.message.hasPrefix("the tokens of card \(card) are being changed at the TSP") == true)
+        #expect(try party.store.card(id: card)?.blockedReason == "STOLEN")
+        party.cardCare.tokenChanges.end(card)
+
+        let made = try await check()
+        #expect(made.tokenChangesSettled == 1)
+        #expect(sent().map(\.0) == [.suspend])
+    }
 }
