@@ -68,6 +68,10 @@ extension IssuerCardCareService {
             cardID: card.id, blocked: request.blocked, blockedReason: request.blocked ? reason : "",
             changed: changed)
         guard let pending else { return response }
+        // Whatever ends this call (the TSP's failure, the operator's deadline cancelling it), a change left pending
+        // is made again on the node's own schedule, not only when its stream to the TSP next opens.
+        var settled = false
+        defer { if !settled { pendingTokenChangesLeft.streamOpened() } }
         let applied: AppliedTokenChange
         do {
             // Ended a little before the operator's deadline, so that a TSP that does not answer is told as such.
@@ -84,6 +88,7 @@ extension IssuerCardCareService {
         response.deletedTokensSkipped = applied.deletedSkipped
         response.unknownTokensSkipped = applied.unknownSkipped
         response.tokensPending = !applied.settled
+        settled = applied.settled
         return response
     }
 
@@ -140,20 +145,55 @@ extension IssuerCardCareService {
         }
     }
 
+    /// Makes the pending changes of cards' tokens each time a block or opening leaves one
+    /// (`pendingTokenChangesLeft`), and again after 1, 5, 30 and then every 60 seconds while any stays pending, until
+    /// the node stops. The check each time the issuer's stream to the TSP opens makes them too
+    /// (`IssuerTokenSync`), and the operator's `SyncWithTsp`; a card is made by one of them at a time.
+    func retryPendingTokenChanges(
+        sleep: @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) },
+        callWait: Duration = .seconds(30)
+    ) async {
+        await pendingTokenChangesLeft.checkEachTime(
+            sleep: sleep,
+            check: {
+                let left = try await FlowTrace.runAsNewFlow {
+                    try await settlePendingTokenChanges(log: logger, options: CallOptions(timeout: callWait)).pending
+                }
+                if left > 0 { throw TokenChangesLeft(count: left) }
+            },
+            failed: { error, failuresBefore in
+                if failuresBefore == 0 {
+                    logger.warning(
+                        "changes of cards' tokens are still pending at the TSP; trying again",
+                        ["cards": "\((error as? TokenChangesLeft)?.count ?? 0)", "error": "\(error)"])
+                }
+                return .retry
+            })
+    }
+
+    /// Cards whose token change is still pending after a round of `settlePendingTokenChanges`.
+    struct TokenChangesLeft: Error, CustomStringConvertible {
+        var count: Int
+        var description: String { "\(count) card(s) still have a change of their tokens pending (issuer cards)" }
+    }
+
     /// Makes again every card's token change still pending (`PendingTokenChange`), oldest card id first, each call
     /// within `options`; how many it settled and how many stay pending. A card whose change fails stays pending and
     /// the next is tried.
     func settlePendingTokenChanges(log: Logger, options: CallOptions) async throws -> (settled: Int, pending: Int) {
         var settled = 0
         var pending = 0
-        for (cardID, change) in try store.pendingTokenChanges() {
-            let action = change.actionName
+        for (cardID, _) in try store.pendingTokenChanges() {
             // The operator's own block or opening of the card is under way: it makes or replaces the change.
             guard tokenChanges.begin(cardID) else {
                 pending += 1
                 continue
             }
             defer { tokenChanges.end(cardID) }
+            // Read again under the claim: while the cards before it were being made, a newer block or opening of
+            // this card may have made or replaced the change listed, which made now would undo it.
+            guard let change = try store.pendingTokenChange(ofCard: cardID) else { continue }
+            let action = change.actionName
             do {
                 let applied = try await applyTokenChange(change, toCard: cardID, log: log, options: options)
                 if applied.settled { settled += 1 } else { pending += 1 }

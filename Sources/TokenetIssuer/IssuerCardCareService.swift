@@ -18,6 +18,8 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     let now: @Sendable () -> Date
     let renewals = CardsUnderWay()
     let tokenChanges = CardsUnderWay()
+    /// Asks `retryPendingTokenChanges` to make the pending changes of cards' tokens now (a block or opening left one).
+    let pendingTokenChangesLeft = StreamOpenedSignal()
 
     func renewCard(_ request: IssuerV1.IssuerRenewCardRequest, context: ServerContext) async throws
         -> IssuerV1.IssuerRenewCardResponse

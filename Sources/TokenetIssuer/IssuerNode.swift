@@ -91,6 +91,8 @@ public enum IssuerNode {
                 beforeSubscribing: { @Sendable in await link.waitUntilRegistered() })
             if subscriber != nil {
                 context.runInBackground { await party.tokenSync.run() }
+                let cardCare = party.cardCare
+                context.runInBackground { await cardCare.retryPendingTokenChanges() }
             }
         }
         var router = RPCRouter()

@@ -74,6 +74,18 @@ extension IssuerStore {
         }
     }
 
+    /// Card `cardID`'s pending change of its tokens, read afresh: a list read earlier may hold one a newer block or
+    /// opening of the card has since replaced or made.
+    func pendingTokenChange(ofCard cardID: String) throws(IssuerError) -> PendingTokenChange? {
+        let row = try storage("read a card's pending token change") {
+            try database.queryOne(
+                """
+                SELECT pending_tokens_action, pending_tokens_reason, pending_tokens_since_ms FROM cards WHERE id = ?
+                """, [cardID])
+        }
+        return try row.flatMap { row throws(IssuerError) in try pendingTokenChange(row) }
+    }
+
     /// Every card with a change of its tokens still pending, in the order of their ids.
     func pendingTokenChanges() throws(IssuerError) -> [(cardID: String, change: PendingTokenChange)] {
         let rows = try storage("list the pending changes of cards' tokens") {

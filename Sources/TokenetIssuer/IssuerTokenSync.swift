@@ -63,12 +63,8 @@ struct IssuerTokenSync: Sendable {
             },
             check: {
                 let summary = try await FlowTrace.runAsNewFlow { try await check() }
-                // Tried again as a failed check is, until the TSP has answered each change.
-                if summary.tokenChangesPending > 0 {
-                    throw RPCError(
-                        .unavailable,
-                        "\(summary.tokenChangesPending) card(s) still have a change of their tokens pending at the TSP")
-                }
+                // Tried again on their own schedule (`retryPendingTokenChanges`), not by listing every token again.
+                if summary.tokenChangesPending > 0 { cardCare.pendingTokenChangesLeft.streamOpened() }
             },
             failed: { error, failuresBefore in
                 let rpc = error as? RPCError

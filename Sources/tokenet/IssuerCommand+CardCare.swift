@@ -50,8 +50,8 @@ extension IssuerCommand {
         opens it again, and resumes its tokens (--tokens resume, lifting the issuer's own suspensions) or keeps
         them as they are (the default). issuer cards shows a blocked card's reason in its RULE column. A change
         of its tokens that the TSP did not settle (it did not answer, or the node stopped first) stays pending
-        with the card (cards shows it) and is made again each time the issuer's stream to the TSP opens, and on
-        issuer sync; blocking or opening the card again replaces it.
+        with the card (cards shows it) and is made again 1, 5 and 30 s later and then every minute, each time
+        the issuer's stream to the TSP opens, and on issuer sync; blocking or opening the card again replaces it.
         """
 
     static func tokens(_ word: String) -> PartyAction {

@@ -78,7 +78,9 @@ enum IssuerCommand {
                     + "recorded now."
                     + (response.tokenChangesSettled + response.tokenChangesPending > 0
                         ? "\nPending token changes of blocked or opened cards: \(response.tokenChangesSettled) made, "
-                            + "\(response.tokenChangesPending) still pending." : "")
+                            + "\(response.tokenChangesPending) still pending"
+                            + (response.tokenChangesPending > 0
+                                ? " (issuer cards names them; the issuer node goes on trying)." : ".") : "")
                     + "\n(trace \(traceID))"
             })
     }

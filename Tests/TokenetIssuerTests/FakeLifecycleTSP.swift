@@ -19,6 +19,8 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         var answers: [TspV1.AnswerAuthnRequest] = []
         /// Holds the next renewal call (only that one) until the gate opens.
         var holdNextRenewal: Gate?
+        /// Holds the next ChangeIssuerTokenStates call (only that one) until the gate opens.
+        var holdNextChange: Gate?
         /// How the TSP answers renewals: `refusal` refuses them unrecorded, `lostAnswers` renewals are recorded
         /// (the TSP moved the tokens) but answered with UNAVAILABLE, as when the answer is lost on the way.
         var refusal: RPCError?
@@ -95,6 +97,11 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
     func changeIssuerTokenStates(_ request: TspV1.ChangeIssuerTokenStatesRequest, context: ServerContext)
         async throws -> TspV1.ChangeIssuerTokenStatesResponse
     {
+        let gate = state.withLock { state in
+            defer { state.holdNextChange = nil }
+            return state.holdNextChange
+        }
+        await gate?.pass()
         try Self.checkBatch(request.digitalCardIds)
         return try state.withLock { state throws(RPCError) in
             state.changeCalls += 1

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetCard
 import TokenetNode
@@ -22,7 +23,7 @@ import TokenetWire
         control = IssuerV1.IssuerControl.Client(Support.connect(Support.router(party), as: .operator))
     }
 
-    func token(_ id: String) throws {
+    func token(_ id: String, card: String = Cards.visaApprove.0) throws {
         try party.store.record(
             DecisionRecord(
                 cardID: card, last4: "0009", digitalCardID: id, tokenLast4: "4321", walletAccountID: "wa-1",
@@ -192,5 +193,68 @@ import TokenetWire
         let made = try await check()
         #expect(made.tokenChangesSettled == 1)
         #expect(sent().map(\.0) == [.suspend])
+    }
+
+    /// A change listed before another card's was made, and made or replaced meanwhile by a newer block or opening of
+    /// its card, is read again before it is sent: the stale one is not, and would have undone the newer.
+    @Test func aChangeReplacedWhileOthersAreMadeIsNotSent() async throws {
+        let other = Cards.visaStandIn.0
+        try token("DNIFIRST1")
+        try token("DNIOTHER1", card: other)
+        tsp.state.withLock {
+            $0.failingChangeCalls[1] = RPCError(.unavailable, "the TSP is restarting")
+            $0.failingChangeCalls[2] = RPCError(.unavailable, "the TSP is restarting")
+        }
+        for id in [card, other] {
+            _ = await Support.rpcError {
+                _ = try await care.setCardStatus(.init(cardID: id, blocked: true, reasonCode: "STOLEN"))
+            }
+        }
+        #expect(try party.store.pendingTokenChanges().map(\.cardID) == [card, other])
+        let gate = Gate()
+        tsp.state.withLock { $0.holdNextChange = gate }
+        let settling = Task { try await check() }
+        try await gate.arrived(1)
+        // While the first card's change is with the TSP: the other card is opened, its tokens kept as they are,
+        // and the first card, whose change is under way, cannot be changed meanwhile.
+        let opened = try await care.setCardStatus(.init(cardID: other, blocked: false, tokens: .keep))
+        #expect(!opened.blocked && !opened.tokensPending)
+        let busy = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: false, tokens: .resume))
+        }
+        #expect(busy?.code == .aborted)
+        gate.open()
+        let summary = try await settling.value
+        #expect(summary.tokenChangesSettled == 1 && summary.tokenChangesPending == 0)
+        #expect(sent().map(\.0) == [.suspend] && sent().first?.1 == ["DNIFIRST1"], "\(sent())")
+        #expect(try party.store.pendingTokenChanges().isEmpty)
+    }
+
+    /// A block the TSP did not answer is made again on the node's own schedule, with no stream opening and no
+    /// operator: the TSP back, the next try settles it.
+    @Test func aPendingChangeIsTriedAgainWithoutTheStreamOpening() async throws {
+        try await party.tsp.register()
+        try token("DNIRETRY1")
+        tsp.state.withLock {
+            $0.failingChangeCalls[1] = RPCError(.unavailable, "the TSP is restarting")
+            $0.failingChangeCalls[2] = RPCError(.unavailable, "the TSP is still restarting")
+        }
+        let waits = Mutex<[UInt64]>([])
+        let cardCare = party.cardCare
+        let retrying = Task {
+            await cardCare.retryPendingTokenChanges(sleep: { wait in waits.withLock { $0.append(wait) } })
+        }
+        defer { retrying.cancel() }
+        _ = await Support.rpcError {
+            _ = try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "STOLEN"))
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while try pending() != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try pending() == nil)
+        #expect(sent().map(\.0) == [.suspend])
+        // The second call failed too: one wait, the first of the growing ones, before the third.
+        #expect(waits.withLock { $0 } == [1_000])
+        #expect(
+            sink.lines.contains { $0.contains("changes of cards' tokens are still pending at the TSP; trying again") })
     }
 }
