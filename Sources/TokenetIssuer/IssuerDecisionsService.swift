@@ -53,6 +53,16 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         guard !request.digitalCardID.isEmpty else {
             throw RPCError(.invalidArgument, "digital_card_id is required: the id of the token the TSP is making")
         }
+        // Recorded and logged as it came: what is not a PAR (a card number sent in its place, say) stops here.
+        guard
+            request.paymentAccountReference.isEmpty
+                || PaymentAccountReference.isWellFormed(request.paymentAccountReference)
+        else {
+            throw RPCError(
+                .invalidArgument,
+                "payment_account_reference must be 29 characters of 0-9 and A-Z (a BIN controller's 4, then 25), or "
+                    + "empty")
+        }
         let card = try decrypt(request.encryptedCardData)
         let pan = try pan(of: card)
         let stored = try store.card(matching: pan)
@@ -84,13 +94,15 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 deviceType: request.device?.deviceType ?? "", risk: risk,
                 recommendation: Int(request.risk?.recommendation.rawValue ?? 0), rule: stored?.rule.name,
                 outcome: outcome, walletNodeID: request.walletNodeID.isEmpty ? nil : request.walletNodeID,
-                tokenRequestorID: request.tokenRequestorID, tokenType: Int(request.tokenType.rawValue)),
+                tokenRequestorID: request.tokenRequestorID, tokenType: Int(request.tokenType.rawValue),
+                paymentAccountReference: request.paymentAccountReference),
             at: now())
         let log = logger.withTraceID(context.traceID)
         // Who asks for the token, and where it will live: issuers decide by them, and reading a decision in the log
         // needs them.
         let requestor = Self.shownRequestor(request.tokenRequestorID)
         let tokenType = Self.shownTokenType(Int(request.tokenType.rawValue))
+        let shownPAR = request.paymentAccountReference.isEmpty ? "none" : request.paymentAccountReference
         // The TSP asks about a token it is creating, or asks again for one whose digitization it resumed: it knows
         // the token, whatever it answered before.
         if !request.digitalCardID.isEmpty {
@@ -114,7 +126,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)",
                     "token_requestor_id": requestor,
-                    "token_type": tokenType, "reason": reason,
+                    "token_type": tokenType, "par": shownPAR, "reason": reason,
                 ])
         } else if let held = request.heldSuspension {
             // Why a card whose rule approves was stepped up.
@@ -124,7 +136,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)",
                     "token_requestor_id": requestor,
-                    "token_type": tokenType,
+                    "token_type": tokenType, "par": shownPAR,
                     "held_suspension": Self.describe(held),
                 ])
         } else {
@@ -134,7 +146,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)",
                     "token_requestor_id": requestor,
-                    "token_type": tokenType,
+                    "token_type": tokenType, "par": shownPAR,
                 ])
         }
         var response = Self.response(outcome)

@@ -155,6 +155,8 @@ struct DecisionRecord: Sendable {
     /// The token requestor and token type the wallet gave (empty and 0 when it gave none).
     var tokenRequestorID = ""
     var tokenType = 0
+    /// The card's Payment Account Reference the TSP gave (empty when it gave none).
+    var paymentAccountReference = ""
 }
 
 extension IssuerStore {
@@ -195,15 +197,15 @@ extension IssuerStore {
             """
             INSERT INTO decisions (decided_at, card_id, last4, digital_card_id, token_last4, wallet_account_id,
                 input_method, device_id, device_type, account_score, device_score, recommendation, rule,
-                decision, reason, idv_methods, wallet_node_id, token_requestor_id, token_type)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                decision, reason, idv_methods, wallet_node_id, token_requestor_id, token_type, par)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 timestamp(date), decision.cardID, decision.last4, decision.digitalCardID, decision.tokenLast4,
                 decision.walletAccountID, decision.inputMethod, decision.deviceID, decision.deviceType,
                 decision.risk.account, decision.risk.device, decision.recommendation, decision.rule,
                 decision.outcome.name, reason, idv, decision.walletNodeID, decision.tokenRequestorID,
-                decision.tokenType,
+                decision.tokenType, decision.paymentAccountReference,
             ])
     }
 

@@ -131,6 +131,10 @@ final class IssuerStore: Sendable {
                 """),
         // The change of a card's tokens that goes with its block, kept until the TSP has answered it for each.
         Migration(version: 25, name: "pending-token-changes", sql: IssuerStore.pendingTokenChangeSchema),
+        // The card's Payment Account Reference each digitization names (`AuthorizeDigitizationRequest`).
+        Migration(
+            version: 26, name: "decision-payment-account-references",
+            sql: "ALTER TABLE decisions ADD COLUMN par TEXT NOT NULL DEFAULT '';"),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -168,6 +168,7 @@ extension TSPService {
             question.heldSuspension = held?.wire
             question.tokenRequestorID = request.tokenRequestorID
             question.tokenType = request.tokenType
+            question.paymentAccountReference = pending.token.paymentAccountReference ?? ""
             let answer = try await issuers.decisions(for: issuerRecord).authorizeDigitization(
                 question, options: options)
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }

@@ -78,20 +78,21 @@ extension TSPStore {
                 digitalCardID: new.digitalCardID.rawValue, scheme: receipt.scheme, tokenLast4: new.tokenPAN.last4,
                 tokenExpiry: new.expiry.description, panLast4: pan.last4, issuerID: receipt.issuerID,
                 walletAccountID: receipt.walletAccountID, deviceID: receipt.deviceID, state: .inactive,
-                decidedBy: nil, walletNodeID: walletNodeID)
+                decidedBy: nil, walletNodeID: walletNodeID,
+                paymentAccountReference: try paymentAccountReference(for: pan, scheme: receipt.scheme, in: tx))
             _ = try tx.execute(
                 """
                 INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan,
                     pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms,
-                    wallet_node_id, funding_expiry)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'INACTIVE', ?, ?, ?, ?)
+                    wallet_node_id, funding_expiry, par)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'INACTIVE', ?, ?, ?, ?, ?)
                 """,
                 [
                     token.digitalCardID, token.scheme.rawValue,
                     try vault.seal(new.tokenPAN, recordID: "token:\(token.digitalCardID)"), token.tokenLast4,
                     token.tokenExpiry, try vault.seal(pan, recordID: token.digitalCardID), token.panLast4,
                     token.issuerID, token.walletAccountID, token.deviceID, Int64(nowMs), Int64(nowMs), walletNodeID,
-                    (try? receipt.card.expiry())?.description,
+                    (try? receipt.card.expiry())?.description, token.paymentAccountReference,
                 ])
             try recordEvent(
                 tx, token: token.digitalCardID, from: nil, to: .inactive, actor: "tsp",
@@ -295,6 +296,7 @@ extension TSPStore {
             response.tokenLast4 = token.tokenLast4
             response.tokenExpiry = token.tokenExpiry
             response.idvMethods = outcome.idvMethods
+            response.paymentAccountReference = token.paymentAccountReference ?? ""
         }
         return response
     }

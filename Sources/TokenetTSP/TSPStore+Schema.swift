@@ -420,5 +420,6 @@ extension TSPStore {
                             ELSE 'tsp'
                         END);
                 """),
+        TSPStore.paymentAccountReferenceMigration,
     ]
 }

@@ -56,12 +56,15 @@ struct TokenRecord: Sendable, Equatable {
     /// 1 when the token was made, one more at each change of its state (`setState`): sent with the state, so that a
     /// wallet hearing of two changes out of order keeps the later one (`DigitizeResponse.state_version`).
     var stateVersion: UInt64 = 1
+    /// The card's Payment Account Reference (`TSPStore+PaymentAccountReference`); nil only until a token made before
+    /// PARs were kept is given one, at the next start.
+    var paymentAccountReference: String? = nil
 
     var summary: TspV1.TokenSummary {
         TspV1.TokenSummary(
             digitalCardID: digitalCardID, scheme: scheme.wire, panLast4: panLast4, tokenLast4: tokenLast4,
             state: state.wire, issuerID: issuerID, walletAccountID: walletAccountID, deviceID: deviceID,
-            walletNodeID: walletNodeID ?? "")
+            walletNodeID: walletNodeID ?? "", paymentAccountReference: paymentAccountReference ?? "")
     }
 }
 
@@ -146,11 +149,11 @@ extension TSPStore {
 
     static let tokenColumns = """
         digital_card_id, scheme, token_last4, token_expiry, pan_last4, issuer_id, wallet_account_id, device_id,
-        state, decided_by, issuer_account_id, wallet_node_id, state_version
+        state, decided_by, issuer_account_id, wallet_node_id, state_version, par
         """
 
     /// How many columns `tokenColumns` names: a query that selects more after them reads those from this index on.
-    static let tokenColumnCount = 13
+    static let tokenColumnCount = 14
 
     static func token(from row: Row) throws -> TokenRecord {
         TokenRecord(
@@ -159,7 +162,7 @@ extension TSPStore {
             issuerID: try row.text(5), walletAccountID: try row.text(6), deviceID: try row.text(7),
             state: TokenLifecycleStateMachine.State(rawValue: try row.text(8)) ?? .deactivated,
             decidedBy: try row.get(9), walletNodeID: try row.get(11), issuerAccountID: try row.get(10),
-            stateVersion: UInt64(max(0, try row.int64(12))))
+            stateVersion: UInt64(max(0, try row.int64(12))), paymentAccountReference: try row.get(13))
     }
 
     func tokens(walletAccountID: String?) throws -> [TokenRecord] {

@@ -28,6 +28,7 @@ final class TSPStore: Sendable {
         self.database = database
         self.vault = vault
         schemaChange = SchemaChange(applied: try Migrator(Self.migrations).migrate(database), among: Self.migrations)
+        try assignMissingPaymentAccountReferences()
     }
 
     /// Refuses the database at `path` when it is not a TSP's (`Migrator.checkOwnership`), changing nothing; a path

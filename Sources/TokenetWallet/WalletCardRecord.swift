@@ -87,7 +87,8 @@ public struct WalletCardRecord: Sendable, Equatable {
             status: shownStatus,
             walletAccountID: walletAccountID ?? "",
             issuerID: issuerID ?? "",
-            reason: shownReason)
+            reason: shownReason,
+            paymentAccountReference: result?.paymentAccountReference ?? "")
     }
 
     /// `WalletCard.reason`: the decline's for a declined card, the issuer app's failure for a token still INACTIVE.

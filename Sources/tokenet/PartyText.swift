@@ -230,12 +230,16 @@ enum PartyText {
                 ? "The TSP has no tokens." : "The TSP has no tokens of \(narrowing.joined(separator: ", "))."
         }
         return table(
-            ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET", "WALLET ACCOUNT", "DEVICE"],
+            [
+                "DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET", "WALLET ACCOUNT", "DEVICE",
+                "PAR",
+            ],
             response.tokens.map {
                 [
                     $0.digitalCardID, scheme($0.scheme), $0.panLast4, $0.tokenLast4,
                     state($0.state) + ($0.awaitingDecision ? " (awaiting the issuer's decision)" : ""), $0.issuerID,
                     $0.walletNodeID.isEmpty ? "-" : $0.walletNodeID, $0.walletAccountID, $0.deviceID,
+                    $0.paymentAccountReference.isEmpty ? "-" : $0.paymentAccountReference,
                 ]
             })
     }

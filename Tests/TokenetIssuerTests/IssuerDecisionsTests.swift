@@ -29,7 +29,7 @@ import TokenetWire
 
     func authorize(
         _ card: (String, String, String), scores: (UInt32, UInt32) = (1, 1), deviceID: String = "device-1",
-        requestor: (id: String, type: CardV1.TokenType) = ("", .unspecified)
+        requestor: (id: String, type: CardV1.TokenType) = ("", .unspecified), par: String = ""
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         var request = IssuerV1.AuthorizeDigitizationRequest()
         request.encryptedCardData = try Support.encrypted(
@@ -42,6 +42,7 @@ import TokenetWire
         request.risk = CardV1.WalletRiskData(accountScore: scores.0, deviceScore: scores.1, recommendation: .approve)
         request.tokenRequestorID = requestor.id
         request.tokenType = requestor.type
+        request.paymentAccountReference = par
         return try await client.authorizeDigitization(request)
     }
 
@@ -164,7 +165,8 @@ import TokenetWire
     }
 
     @Test func everyDecisionIsRecordedWithItsInputs() async throws {
-        _ = try await authorize(Cards.visaApprove, requestor: ("40010030273", .secureElement))
+        _ = try await authorize(
+            Cards.visaApprove, requestor: ("40010030273", .secureElement), par: "V001A9F027E5629D11E3949A0800A")
         _ = try await authorize(Cards.mcScore, scores: (3, 2))
         _ = try await authorize(("", "5400000030000009", "01/30"))
         let rows = try party.store.database.query("SELECT * FROM decisions ORDER BY id")
@@ -186,13 +188,29 @@ import TokenetWire
         #expect(try rows[0].text("token_requestor_id") == "40010030273")
         #expect(try rows[0].int("token_type") == Int(CardV1.TokenType.secureElement.rawValue))
         #expect(try scored.text("token_requestor_id") == "" && scored.int("token_type") == 0)
+        #expect(try rows[0].text("par") == "V001A9F027E5629D11E3949A0800A" && scored.text("par") == "")
         let decided = logs.lines.filter { $0.contains("digitization decided") }
         #expect(decided.count == 3, "\(decided)")
         #expect(
-            decided.first?.contains("token_requestor_id=40010030273 token_type=TOKEN_TYPE_SECURE_ELEMENT") == true,
+            decided.first?.contains(
+                "token_requestor_id=40010030273 token_type=TOKEN_TYPE_SECURE_ELEMENT par=V001A9F027E5629D11E3949A0800A")
+                == true,
             "\(decided)")
         #expect(
-            decided.dropFirst().allSatisfy { $0.contains("token_requestor_id=none token_type=TOKEN_TYPE_UNSPECIFIED") })
+            decided.dropFirst().allSatisfy {
+                $0.contains("token_requestor_id=none token_type=TOKEN_TYPE_UNSPECIFIED par=none")
+            })
+    }
+
+    /// What is not a PAR (a card number in its place) is refused, not recorded or logged.
+    @Test func aPaymentAccountReferenceOfAnotherFormIsRefused() async throws {
+        for bad in ["4111111111111111", "V001001381618039894779172816", "v0010013816180398947791728161"] {
+            let error = await Support.rpcError { _ = try await authorize(Cards.visaApprove, par: bad) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.hasPrefix("payment_account_reference must be 29 characters") == true)
+        }
+        #expect(try party.store.database.query("SELECT * FROM decisions").isEmpty)
+        #expect(!logs.lines.contains { $0.contains("4111111111111111") })
     }
 
     @Test func badCardDataIsRefusedWithAReason() async throws {

@@ -40,6 +40,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         var walletNodeIDs: [String] = []
         /// The token requestor and token type each AuthorizeDigitization named.
         var tokenRequestors: [(id: String, type: CardV1.TokenType)] = []
+        /// The Payment Account Reference each AuthorizeDigitization named.
+        var paymentAccountReferences: [String] = []
         /// The held suspension each AuthorizeDigitization told of (nil for none).
         var heldSuspensions: [IssuerV1.HeldSuspension?] = []
         /// The time left in each call's deadline as it started (eligibility and decisions).
@@ -91,6 +93,7 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
             $0.maskedPANs.append(request.maskedPAN)
             $0.walletNodeIDs.append(request.walletNodeID)
             $0.tokenRequestors.append((request.tokenRequestorID, request.tokenType))
+            $0.paymentAccountReferences.append(request.paymentAccountReference)
             $0.heldSuspensions.append(request.heldSuspension)
             $0.authorizations += 1
             return ($0.decision, $0.accountID)

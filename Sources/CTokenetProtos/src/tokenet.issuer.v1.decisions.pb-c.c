@@ -347,7 +347,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__card_eligibility_response_
   (ProtobufCMessageInit) tokenet__issuer__v1__card_eligibility_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[12] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[13] =
 {
   {
     "encrypted_card_data",
@@ -493,6 +493,18 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitizatio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "payment_account_reference",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest, payment_account_reference),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name[] = {
   5,   /* field[5] = device */
@@ -501,6 +513,7 @@ static const unsigned tokenet__issuer__v1__authorize_digitization_request__field
   9,   /* field[9] = held_suspension */
   4,   /* field[4] = input_method */
   1,   /* field[1] = masked_pan */
+  12,   /* field[12] = payment_account_reference */
   6,   /* field[6] = risk */
   3,   /* field[3] = token_last4 */
   10,   /* field[10] = token_requestor_id */
@@ -511,7 +524,7 @@ static const unsigned tokenet__issuer__v1__authorize_digitization_request__field
 static const ProtobufCIntRange tokenet__issuer__v1__authorize_digitization_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_request__descriptor =
 {
@@ -521,7 +534,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_req
   "Tokenet__Issuer__V1__AuthorizeDigitizationRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest),
-  12,
+  13,
   tokenet__issuer__v1__authorize_digitization_request__field_descriptors,
   tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name,
   1,  tokenet__issuer__v1__authorize_digitization_request__number_ranges,

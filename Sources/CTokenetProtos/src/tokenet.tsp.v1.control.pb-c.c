@@ -705,7 +705,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descript
   (ProtobufCMessageInit) tokenet__tsp__v1__list_tokens_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_descriptors[10] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_descriptors[11] =
 {
   {
     "digital_card_id",
@@ -827,6 +827,18 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "payment_account_reference",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenSummary, payment_account_reference),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__token_summary__field_indices_by_name[] = {
   9,   /* field[9] = awaiting_decision */
@@ -834,6 +846,7 @@ static const unsigned tokenet__tsp__v1__token_summary__field_indices_by_name[] =
   0,   /* field[0] = digital_card_id */
   5,   /* field[5] = issuer_id */
   2,   /* field[2] = pan_last4 */
+  10,   /* field[10] = payment_account_reference */
   1,   /* field[1] = scheme */
   4,   /* field[4] = state */
   3,   /* field[3] = token_last4 */
@@ -843,7 +856,7 @@ static const unsigned tokenet__tsp__v1__token_summary__field_indices_by_name[] =
 static const ProtobufCIntRange tokenet__tsp__v1__token_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor =
 {
@@ -853,7 +866,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor =
   "Tokenet__Tsp__V1__TokenSummary",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__TokenSummary),
-  10,
+  11,
   tokenet__tsp__v1__token_summary__field_descriptors,
   tokenet__tsp__v1__token_summary__field_indices_by_name,
   1,  tokenet__tsp__v1__token_summary__number_ranges,

@@ -1277,7 +1277,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_request__descriptor 
   (ProtobufCMessageInit) tokenet__tsp__v1__digitize_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field_descriptors[13] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field_descriptors[14] =
 {
   {
     "decision",
@@ -1435,6 +1435,18 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "payment_account_reference",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__DigitizeResponse, payment_account_reference),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name[] = {
   9,   /* field[9] = decided_by */
@@ -1445,6 +1457,7 @@ static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name
   10,   /* field[10] = issuer_id */
   11,   /* field[11] = issuer_node_id */
   6,   /* field[6] = pan_last4 */
+  13,   /* field[13] = payment_account_reference */
   5,   /* field[5] = scheme */
   12,   /* field[12] = state_version */
   4,   /* field[4] = token_expiry */
@@ -1454,7 +1467,7 @@ static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name
 static const ProtobufCIntRange tokenet__tsp__v1__digitize_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 13 }
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor =
 {
@@ -1464,7 +1477,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor
   "Tokenet__Tsp__V1__DigitizeResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__DigitizeResponse),
-  13,
+  14,
   tokenet__tsp__v1__digitize_response__field_descriptors,
   tokenet__tsp__v1__digitize_response__field_indices_by_name,
   1,  tokenet__tsp__v1__digitize_response__number_ranges,

@@ -1123,7 +1123,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_request_
   (ProtobufCMessageInit) tokenet__wallet__v1__list_wallet_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[10] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[11] =
 {
   {
     "card_ref",
@@ -1245,12 +1245,25 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "payment_account_reference",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletCard, payment_account_reference),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] = {
   0,   /* field[0] = card_ref */
   1,   /* field[1] = digital_card_id */
   8,   /* field[8] = issuer_id */
   3,   /* field[3] = pan_last4 */
+  10,   /* field[10] = payment_account_reference */
   9,   /* field[9] = reason */
   2,   /* field[2] = scheme */
   5,   /* field[5] = state */
@@ -1261,7 +1274,7 @@ static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] 
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
 {
@@ -1271,7 +1284,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
   "Tokenet__Wallet__V1__WalletCard",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletCard),
-  10,
+  11,
   tokenet__wallet__v1__wallet_card__field_descriptors,
   tokenet__wallet__v1__wallet_card__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_card__number_ranges,

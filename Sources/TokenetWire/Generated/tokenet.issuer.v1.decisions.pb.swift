@@ -120,6 +120,10 @@ extension IssuerV1 {
 
         public var tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
 
+        /// The card's Payment Account Reference (tokenet.tsp.v1.DigitizeResponse.payment_account_reference): the same for
+        /// each of the card's tokens, in every wallet. Empty from a TSP that does not send it.
+        public var paymentAccountReference: String = ""
+
         public init() {}
 
         public init(
@@ -134,7 +138,8 @@ extension IssuerV1 {
             walletNodeID: String = "",
             heldSuspension: IssuerV1.HeldSuspension? = nil,
             tokenRequestorID: String = "",
-            tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
+            tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0),
+            paymentAccountReference: String = ""
         ) {
             self.encryptedCardData = encryptedCardData
             self.maskedPAN = maskedPAN
@@ -148,6 +153,7 @@ extension IssuerV1 {
             self.heldSuspension = heldSuspension
             self.tokenRequestorID = tokenRequestorID
             self.tokenType = tokenType
+            self.paymentAccountReference = paymentAccountReference
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -163,6 +169,7 @@ extension IssuerV1 {
             self.heldSuspension = try reader.readMessage(10)
             self.tokenRequestorID = try reader.read(11)
             self.tokenType = try reader.read(12)
+            self.paymentAccountReference = try reader.read(13)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -178,6 +185,7 @@ extension IssuerV1 {
             if let value = heldSuspension { try writer.write(10, message: value) }
             try writer.write(11, tokenRequestorID)
             try writer.write(12, tokenType)
+            try writer.write(13, paymentAccountReference)
         }
     }
 }

@@ -205,6 +205,9 @@ extension TspV1 {
         /// nothing to verify yet, and no ID&V path activates it until the decision is recorded.
         public var awaitingDecision: Bool = false
 
+        /// The card's Payment Account Reference (DigitizeResponse.payment_account_reference).
+        public var paymentAccountReference: String = ""
+
         public init() {}
 
         public init(
@@ -217,7 +220,8 @@ extension TspV1 {
             walletAccountID: String = "",
             deviceID: String = "",
             walletNodeID: String = "",
-            awaitingDecision: Bool = false
+            awaitingDecision: Bool = false,
+            paymentAccountReference: String = ""
         ) {
             self.digitalCardID = digitalCardID
             self.scheme = scheme
@@ -229,6 +233,7 @@ extension TspV1 {
             self.deviceID = deviceID
             self.walletNodeID = walletNodeID
             self.awaitingDecision = awaitingDecision
+            self.paymentAccountReference = paymentAccountReference
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -242,6 +247,7 @@ extension TspV1 {
             self.deviceID = try reader.read(8)
             self.walletNodeID = try reader.read(9)
             self.awaitingDecision = try reader.read(10)
+            self.paymentAccountReference = try reader.read(11)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -255,6 +261,7 @@ extension TspV1 {
             try writer.write(8, deviceID)
             try writer.write(9, walletNodeID)
             try writer.write(10, awaitingDecision)
+            try writer.write(11, paymentAccountReference)
         }
     }
 }

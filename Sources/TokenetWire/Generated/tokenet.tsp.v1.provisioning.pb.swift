@@ -476,6 +476,12 @@ extension TspV1 {
         /// message about the same token can arrive in either order. 0 from a TSP that does not send it.
         public var stateVersion: UInt64 = 0
 
+        /// The Payment Account Reference (EMVCo): 29 characters, a BIN controller's 4 (V001 for Visa, 5001 for Mastercard)
+        /// and 25 of 0-9 and A-Z, the same for every token of the card in every wallet, and kept when the issuer renews the
+        /// card with a new number. It links tokens to their account without the card number, which the wallet never gets
+        /// back. Empty when declined, and from a TSP that does not send it.
+        public var paymentAccountReference: String = ""
+
         public init() {}
 
         public init(
@@ -491,7 +497,8 @@ extension TspV1 {
             decidedBy: String = "",
             issuerID: String = "",
             issuerNodeID: String = "",
-            stateVersion: UInt64 = 0
+            stateVersion: UInt64 = 0,
+            paymentAccountReference: String = ""
         ) {
             self.decision = decision
             self.digitalCardID = digitalCardID
@@ -506,6 +513,7 @@ extension TspV1 {
             self.issuerID = issuerID
             self.issuerNodeID = issuerNodeID
             self.stateVersion = stateVersion
+            self.paymentAccountReference = paymentAccountReference
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -522,6 +530,7 @@ extension TspV1 {
             self.issuerID = try reader.read(11)
             self.issuerNodeID = try reader.read(12)
             self.stateVersion = try reader.read(13)
+            self.paymentAccountReference = try reader.read(14)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -538,6 +547,7 @@ extension TspV1 {
             try writer.write(11, issuerID)
             try writer.write(12, issuerNodeID)
             try writer.write(13, stateVersion)
+            try writer.write(14, paymentAccountReference)
         }
     }
 }

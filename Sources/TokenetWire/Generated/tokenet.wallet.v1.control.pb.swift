@@ -433,6 +433,10 @@ extension WalletV1 {
         /// the token's state changes. Empty otherwise.
         public var reason: String = ""
 
+        /// The card's Payment Account Reference, as the TSP gave it at digitization
+        /// (tokenet.tsp.v1.DigitizeResponse.payment_account_reference); empty before, and from a TSP that gives none.
+        public var paymentAccountReference: String = ""
+
         public init() {}
 
         public init(
@@ -445,7 +449,8 @@ extension WalletV1 {
             status: String = "",
             walletAccountID: String = "",
             issuerID: String = "",
-            reason: String = ""
+            reason: String = "",
+            paymentAccountReference: String = ""
         ) {
             self.cardRef = cardRef
             self.digitalCardID = digitalCardID
@@ -457,6 +462,7 @@ extension WalletV1 {
             self.walletAccountID = walletAccountID
             self.issuerID = issuerID
             self.reason = reason
+            self.paymentAccountReference = paymentAccountReference
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -470,6 +476,7 @@ extension WalletV1 {
             self.walletAccountID = try reader.read(8)
             self.issuerID = try reader.read(9)
             self.reason = try reader.read(10)
+            self.paymentAccountReference = try reader.read(11)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -483,6 +490,7 @@ extension WalletV1 {
             try writer.write(8, walletAccountID)
             try writer.write(9, issuerID)
             try writer.write(10, reason)
+            try writer.write(11, paymentAccountReference)
         }
     }
 }

@@ -583,6 +583,7 @@ extension IssuerV1.AuthorizeDigitizationRequest {
         base.heldSuspension = IssuerV1.HeldSuspension.samples()[0]
         base.tokenRequestorID = "token_requestor_id-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenType = CardV1.TokenType(rawValue: 1)
+        base.paymentAccountReference = "payment_account_reference-13 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1503,6 +1504,7 @@ extension TspV1.DigitizeResponse {
         base.issuerID = "issuer_id-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.issuerNodeID = "issuer_node_id-12 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.stateVersion = 18446744073709551602
+        base.paymentAccountReference = "payment_account_reference-14 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2198,6 +2200,7 @@ extension TspV1.TokenSummary {
         base.deviceID = "device_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletNodeID = "wallet_node_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.awaitingDecision = true
+        base.paymentAccountReference = "payment_account_reference-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2585,6 +2588,7 @@ extension WalletV1.WalletCard {
         base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.issuerID = "issuer_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.reason = "reason-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.paymentAccountReference = "payment_account_reference-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

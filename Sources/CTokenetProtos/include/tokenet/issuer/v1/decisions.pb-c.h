@@ -100,10 +100,15 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationRequest
    */
   char *token_requestor_id;
   Tokenet__Card__V1__TokenType token_type;
+  /*
+   * The card's Payment Account Reference (tokenet.tsp.v1.DigitizeResponse.payment_account_reference): the same for
+   * each of the card's tokens, in every wallet. Empty from a TSP that does not send it.
+   */
+  char *payment_account_reference;
 };
 #define TOKENET__ISSUER__V1__AUTHORIZE_DIGITIZATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__authorize_digitization_request__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
 /*

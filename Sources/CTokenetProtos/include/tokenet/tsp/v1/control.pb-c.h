@@ -148,10 +148,14 @@ struct  Tokenet__Tsp__V1__TokenSummary
    * nothing to verify yet, and no ID&V path activates it until the decision is recorded.
    */
   protobuf_c_boolean awaiting_decision;
+  /*
+   * The card's Payment Account Reference (DigitizeResponse.payment_account_reference).
+   */
+  char *payment_account_reference;
 };
 #define TOKENET__TSP__V1__TOKEN_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__token_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__ListTokensResponse

@@ -290,10 +290,17 @@ struct  Tokenet__Tsp__V1__DigitizeResponse
    * message about the same token can arrive in either order. 0 from a TSP that does not send it.
    */
   uint64_t state_version;
+  /*
+   * The Payment Account Reference (EMVCo): 29 characters, a BIN controller's 4 (V001 for Visa, 5001 for Mastercard)
+   * and 25 of 0-9 and A-Z, the same for every token of the card in every wallet, and kept when the issuer renews the
+   * card with a new number. It links tokens to their account without the card number, which the wallet never gets
+   * back. Empty when declined, and from a TSP that does not send it.
+   */
+  char *payment_account_reference;
 };
 #define TOKENET__TSP__V1__DIGITIZE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__digitize_response__descriptor) \
-    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__CreatePushSessionRequest
