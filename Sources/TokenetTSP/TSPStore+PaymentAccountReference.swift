@@ -16,14 +16,18 @@ extension TSPStore {
             SELECT digital_card_id, funding_pan, par FROM tokens
             WHERE pan_last4 = ? AND par IS NOT NULL ORDER BY created_at_ms, rowid
             """, [pan.last4])
-        for row in rows where try vault.openPAN(try row.get(1), recordID: try row.text(0)) == pan {
+        // A row whose number cannot be opened (damaged) is no match: it must not stop every card sharing its last
+        // four digits from being digitized.
+        for row in rows where (try? vault.openPAN(try row.get(1), recordID: try row.text(0))) == pan {
             return try row.text(2)
         }
         return PaymentAccountReference.new(for: scheme)
     }
 
     /// Gives the tokens made before PARs were kept theirs, oldest first, so that a card's tokens share one; at each
-    /// start, until none is left (a start interrupted half way goes on where it stopped). Returns how many it gave.
+    /// start, until none is left (a start interrupted half way goes on where it stopped). A token whose card number
+    /// cannot be opened (a damaged row) is left without one rather than keeping the TSP from starting. Returns how
+    /// many it gave.
     @discardableResult
     func assignMissingPaymentAccountReferences() throws -> Int {
         try database.transaction { tx in
@@ -32,14 +36,16 @@ extension TSPStore {
                 SELECT digital_card_id, funding_pan, scheme FROM tokens WHERE par IS NULL
                 ORDER BY created_at_ms, rowid
                 """)
+            var given = 0
             for row in rows {
                 let id = try row.text(0)
-                let pan = try vault.openPAN(try row.get(1), recordID: id)
+                guard let pan = try? vault.openPAN(try row.get(1), recordID: id) else { continue }
                 let par = try paymentAccountReference(
                     for: pan, scheme: CardScheme(rawValue: try row.text(2)) ?? .other, in: tx)
                 _ = try tx.execute("UPDATE tokens SET par = ? WHERE digital_card_id = ?", [par, id])
+                given += 1
             }
-            return rows.count
+            return given
         }
     }
 

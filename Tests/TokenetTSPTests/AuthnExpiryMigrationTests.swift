@@ -91,7 +91,7 @@ import TokenetStorage
         }
 
         let applied = try Migrator(TSPStore.migrations).migrate(database)
-        #expect(applied.map(\.version) == [26, 27])
+        #expect(applied.map(\.version) == [26, 27, 28])
         let copied = try database.query(
             "SELECT wallet_node_id, request_id, receipt, digital_card_id, status, response FROM digitize_requests "
                 + "ORDER BY request_id")
@@ -168,7 +168,7 @@ func indexNames(of table: String, in database: Database) throws -> [String] {
                 VALUES (?, 5, ?, ?, ?, ?, 't')
                 """, [card, from, to, actor, reason])
         }
-        #expect(try Migrator(TSPStore.migrations).migrate(database).map(\.version) == [27])
+        #expect(try Migrator(TSPStore.migrations).migrate(database).map(\.version) == [27, 28])
         let rows = try database.query(
             "SELECT digital_card_id, party, reason FROM token_suspensions ORDER BY digital_card_id, party"
         ).map { [try $0.text(0), try $0.text(1), try $0.text(2)] }

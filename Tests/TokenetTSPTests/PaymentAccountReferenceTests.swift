@@ -66,6 +66,25 @@ import TokenetWire
         #expect(try store.assignMissingPaymentAccountReferences() == 0)
     }
 
+    /// A token whose card number cannot be opened (a damaged row) is left without a PAR: the TSP still starts, and
+    /// the other cards get theirs.
+    @Test func aDamagedTokenRowDoesNotKeepTheTSPFromStarting() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let visa = try await tsp.digitize(try await tsp.eligibleVisa())
+        let mastercard = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
+        let path = tsp.directory + "/tsp.sqlite"
+        let database = try Database.open(path: path)
+        _ = try database.execute("UPDATE tokens SET par = NULL")
+        _ = try database.execute(
+            "UPDATE tokens SET funding_pan = x'00' WHERE digital_card_id = ?", [mastercard.digitalCardID])
+
+        let store = try TSPStore.open(path: path, key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
+        let given = try #require(try store.token(visa.digitalCardID)?.paymentAccountReference)
+        #expect(PaymentAccountReference.isWellFormed(given) && given.hasPrefix("V001"))
+        #expect(try store.token(mastercard.digitalCardID)?.paymentAccountReference == nil)
+    }
+
     @Test func theFormIsChecked() {
         #expect(PaymentAccountReference.isWellFormed("V0010013816180398947791728161"))
         #expect(!PaymentAccountReference.isWellFormed("V001001381618039894779172816"))  // 28

@@ -112,6 +112,11 @@ import TokenetTestSupport
 
         let tokens = try await tokenet(["tsp", "tokens", tsp.listen])
         #expect(tokens.stdout.contains(digitalCardID) && tokens.stdout.contains("wallet-account-1"))
+        // One Payment Account Reference for the card, as the wallet, the TSP and the issuer each hold it.
+        let par = try #require(card["paymentAccountReference"] as? String)
+        #expect(par.count == 29 && par.hasPrefix("V001"), "\(card)")
+        #expect(tokens.stdout.contains(par), "\(tokens.stdout)")
+        #expect(issuer.stderr.contains("par=\(par)"), "\(issuer.stderr)")
         // The TSP's audit trail carries the trace id of the wallet command that made the token.
         let history = try await tokenet(["tsp", "history", tsp.listen, digitalCardID])
         #expect(history.stdout.contains("issuer approved"), "\(history.stdout)")
