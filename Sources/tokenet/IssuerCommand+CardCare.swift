@@ -199,6 +199,7 @@ extension IssuerCommand {
                 blocking || flags["--reason"] != nil ? try LifecycleArguments.reason(flags, command: command) : ""
             let request = IssuerV1.IssuerSetCardStatusRequest(
                 cardID: cardID, blocked: blocking, reasonCode: reason, tokens: tokens)
+            let change = blocking && tokens == .unspecified ? .suspend : tokens
             return try PartySession.run(
                 options, json: flags.json,
                 call: { session, callOptions in
@@ -216,7 +217,25 @@ extension IssuerCommand {
                                 + "again when its stream to the TSP opens, or now with tokenet issuer sync." : "")
                         + "\n(trace \(traceID))"
                 },
-                exitStatus: { response in refusalStatus(response.results) })
+                exitStatus: { response in
+                    refusalStatus(
+                        response.results.filter {
+                            !inTargetState($0, change)
+                        })
+                })
+        }
+    }
+
+    /// Whether `result` is a refusal of a token already in the state the card's `change` leads to (SUSPENDED by the
+    /// issuer already, say): where the operator wants it. A block run again after the node made its pending change
+    /// in the background exited 73 for it.
+    static func inTargetState(_ result: TspV1.TokenStateResult, _ change: IssuerV1.CardTokensAction) -> Bool {
+        guard result.statusCode != 0 else { return false }
+        switch change {
+        case .suspend: return result.tokenState == .suspended
+        case .delete: return result.tokenState == .deactivated
+        case .resume: return result.tokenState == .active
+        default: return false
         }
     }
 

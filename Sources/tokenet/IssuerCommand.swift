@@ -54,7 +54,9 @@ enum IssuerCommand {
         Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr with
         "(trace ID)", the call's trace id in the nodes' logs, after it; 1 when the issuer cannot be reached or a TLS
         file (--cacert, --cert, --key) cannot be used; 2 for bad options. suspend-tokens, resume-tokens and
-        delete-tokens print each token's result and exit with 64 + the code of the first token refused, if any was.
+        delete-tokens print each token's result and exit with 64 + the code of the first token refused, if any was;
+        block-card and unblock-card too, except for a token refused because it is already in the state the card's
+        change leads to (SUSPENDED by the issuer already, say).
         """
 
     static let cards = PartyAction(name: "cards") { flags, command throws(CLIError) in

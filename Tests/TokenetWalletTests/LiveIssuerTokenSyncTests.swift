@@ -128,5 +128,10 @@ import TokenetTestSupport
         let settled = try await tokenet(["issuer", "cards", issuer.listen])
         #expect(settled.stdout.contains("blocked (STOLEN)"), "\(settled.stdout)")
         #expect(!settled.stdout.contains("pending"), "\(settled.stdout)")
+        // Blocked again by an operator who did not see it done: the token is SUSPENDED already, as wanted.
+        let again = try await tokenet([
+            "issuer", "block-card", issuer.listen, "card-visa-approve", "--reason", "STOLEN",
+        ])
+        #expect(again.stdout.contains("already SUSPENDED"), "\(again.stdout)")
     }
 }
