@@ -145,7 +145,10 @@ extension IssuerDecisionsService {
                 risk: risk,
                 recommendation: Int(advice.risk?.recommendation.rawValue ?? 0), rule: Self.standInRule,
                 outcome: outcome, tokenRequestorID: advice.tokenRequestorID,
-                tokenType: Int(advice.tokenType.rawValue)),
+                tokenType: Int(advice.tokenType.rawValue),
+                // Recorded only in its form: advice is recorded whatever else it holds, or it came back for ever.
+                paymentAccountReference: PaymentAccountReference.isWellFormed(advice.paymentAccountReference)
+                    ? advice.paymentAccountReference : ""),
             card: stored, outdated: outdated && advice.decision == .approved, refusal: refusal,
             reason: advice.reason, decisionName: decision)
     }
@@ -185,6 +188,8 @@ extension IssuerDecisionsService {
                     "decision": plan.decisionName, "reason": plan.reason,
                     "token_requestor_id": Self.shownRequestor(plan.decision.tokenRequestorID),
                     "token_type": Self.shownTokenType(plan.decision.tokenType),
+                    "par": plan.decision.paymentAccountReference.isEmpty
+                        ? "none" : plan.decision.paymentAccountReference,
                 ])
         } else {
             log.warning(
@@ -195,6 +200,8 @@ extension IssuerDecisionsService {
                     "decision": plan.decisionName, "reason": plan.reason,
                     "token_requestor_id": Self.shownRequestor(plan.decision.tokenRequestorID),
                     "token_type": Self.shownTokenType(plan.decision.tokenType),
+                    "par": plan.decision.paymentAccountReference.isEmpty
+                        ? "none" : plan.decision.paymentAccountReference,
                 ])
         }
         return true

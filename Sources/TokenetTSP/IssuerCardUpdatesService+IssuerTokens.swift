@@ -90,6 +90,7 @@ extension IssuerCardUpdatesService {
         advice.device = CardV1.DeviceInfo(deviceID: token.deviceID)
         advice.walletAccountID = token.walletAccountID
         advice.decidedAtMs = approval.decidedAtMs
+        advice.paymentAccountReference = token.paymentAccountReference ?? ""
         return advice
     }
 }

@@ -35,6 +35,7 @@ extension TSPService {
             advice.walletAccountID = pending.token.walletAccountID
             advice.tokenRequestorID = request.tokenRequestorID
             advice.tokenType = request.tokenType
+            advice.paymentAccountReference = pending.token.paymentAccountReference ?? ""
             advice.decidedAtMs = nowMs
             return advice
         } catch {

@@ -26,7 +26,8 @@ import TokenetWire
 
     static func advice(
         _ digitalCardID: String, pan: String = Cards.visaStandIn.1, expiry: String = Cards.visaStandIn.2,
-        decision: CardV1.ProvisioningDecision = .approved, to key: RSAPrivateKey? = nil, messageID: String = "m-1"
+        decision: CardV1.ProvisioningDecision = .approved, to key: RSAPrivateKey? = nil, messageID: String = "m-1",
+        par: String = "V001A9F027E5629D11E3949A0800A"
     ) throws -> TspV1.Notification {
         var body = TspV1.StandInAdviceBody()
         body.decision = decision
@@ -39,6 +40,7 @@ import TokenetWire
         body.decidedAtMs = 1_790_000_000_000
         body.tokenRequestorID = "40010075001"
         body.tokenType = .hce
+        body.paymentAccountReference = par
         var message = TspV1.Notification(
             messageID: messageID, sender: "CPS", topic: "D1_NOTIFICATION", messageType: "STAND_IN_ADVICE",
             cardID: digitalCardID)
@@ -51,10 +53,13 @@ import TokenetWire
         try await notifications.handle(try Self.advice("DNISTANDIN1", messageID: "m-1"))
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNISTANDIN1"])
         let rows = try party.store.database.query(
-            "SELECT rule, decision, token_last4, token_requestor_id, token_type FROM decisions "
+            "SELECT rule, decision, token_last4, token_requestor_id, token_type, par FROM decisions "
                 + "WHERE digital_card_id = 'DNISTANDIN1'"
-        ).map { [try $0.text(0), try $0.text(1), try $0.text(2), try $0.text(3), String(try $0.int(4))] }
-        #expect(rows == [["stand-in", "APPROVED", "4321", "40010075001", "2"]])
+        ).map {
+            [try $0.text(0), try $0.text(1), try $0.text(2), try $0.text(3), String(try $0.int(4)), try $0.text(5)]
+        }
+        #expect(rows == [["stand-in", "APPROVED", "4321", "40010075001", "2", "V001A9F027E5629D11E3949A0800A"]])
+        #expect(sink.lines.contains { $0.contains("recorded with its card") && $0.contains("par=V001A9F027E5629") })
         // The backend's business: the issuer app's inbox does not list it.
         #expect(app.snapshot.notifications.isEmpty)
         #expect(sink.lines.contains { $0.contains("recorded with its card") && $0.contains("card-visa-standin") })
@@ -63,6 +68,17 @@ import TokenetWire
         let renewed = try await care.renewCard(.init(cardID: Cards.visaStandIn.0, pan: "4761000010000090"))
         #expect(renewed.renewedDigitalCardIds == ["DNISTANDIN1"])
         #expect(tsp.state.withLock { $0.renewals.map(\.0.digitalCardIds) } == [["DNISTANDIN1"]])
+    }
+
+    /// Advice is recorded whatever else it holds (or it came back for ever): a PAR not in its form (a card number in
+    /// its place) is left out, not recorded or logged.
+    @Test func aMalformedPARInAdviceIsLeftOut() async throws {
+        try await notifications.handle(try Self.advice("DNISTANDIN2", par: "4761000010000082"))
+        let par = try party.store.database.queryOne(
+            "SELECT par FROM decisions WHERE digital_card_id = 'DNISTANDIN2'"
+        ).map { try $0.text(0) }
+        #expect(par == "")
+        #expect(sink.lines.contains { $0.contains("recorded with its card") && $0.contains("par=none") })
     }
 
     /// A stand-in token made from the card's number before a renewal (a digitization that raced the renewal, or the

@@ -60,6 +60,8 @@ import TokenetWire
         #expect(advice.device?.deviceID == TSPHarness.device.deviceID)
         #expect(advice.risk == TSPHarness.lowRisk)
         #expect(advice.tokenRequestorID == "40010075001" && advice.tokenType == .hce)
+        #expect(advice.paymentAccountReference == response.paymentAccountReference)
+        #expect(PaymentAccountReference.isWellFormed(advice.paymentAccountReference))
         #expect(advice.decidedAtMs == tsp.clock.now.unixMilliseconds)
         let jwe = try #require(advice.encryptedCardData?.jwe)
         let card = try CardData(json: try JWE.decrypt(jwe, with: FakeIssuer.key))

@@ -948,7 +948,7 @@ local message_fields = {
     ["tokenet.tsp.v1.SendCardMessageResponse"] = { [1] = "s" },
     ["tokenet.tsp.v1.SimulateTransactionRequest"] = { [1] = "s", [3] = "s", [4] = "s" },
     ["tokenet.tsp.v1.SimulateTransactionResponse"] = { [1] = "s", [2] = "s" },
-    ["tokenet.tsp.v1.StandInAdviceBody"] = { [2] = "s", [3] = "tokenet.card.v1.EncryptedCardData", [4] = "s", [5] = "s", [7] = "tokenet.card.v1.DeviceInfo", [8] = "tokenet.card.v1.WalletRiskData", [9] = "s", [11] = "s" },
+    ["tokenet.tsp.v1.StandInAdviceBody"] = { [2] = "s", [3] = "tokenet.card.v1.EncryptedCardData", [4] = "s", [5] = "s", [7] = "tokenet.card.v1.DeviceInfo", [8] = "tokenet.card.v1.WalletRiskData", [9] = "s", [11] = "s", [13] = "s" },
     ["tokenet.tsp.v1.SubmitOtpRequest"] = { [1] = "s", [2] = "x" },
     ["tokenet.tsp.v1.SubscribeRequest"] = { [2] = "s" },
     ["tokenet.tsp.v1.TokenEvent"] = { [4] = "s", [5] = "s", [6] = "s" },

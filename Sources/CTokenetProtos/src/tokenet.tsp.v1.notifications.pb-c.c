@@ -1604,7 +1604,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__messaging_body__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__messaging_body__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__stand_in_advice_body__field_descriptors[12] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__stand_in_advice_body__field_descriptors[13] =
 {
   {
     "decision",
@@ -1750,6 +1750,18 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__stand_in_advice_body__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "payment_account_reference",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, payment_account_reference),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__stand_in_advice_body__field_indices_by_name[] = {
   9,   /* field[9] = decided_at_ms */
@@ -1758,6 +1770,7 @@ static const unsigned tokenet__tsp__v1__stand_in_advice_body__field_indices_by_n
   2,   /* field[2] = encrypted_card_data */
   5,   /* field[5] = input_method */
   3,   /* field[3] = masked_pan */
+  12,   /* field[12] = payment_account_reference */
   1,   /* field[1] = reason */
   7,   /* field[7] = risk */
   4,   /* field[4] = token_last4 */
@@ -1768,7 +1781,7 @@ static const unsigned tokenet__tsp__v1__stand_in_advice_body__field_indices_by_n
 static const ProtobufCIntRange tokenet__tsp__v1__stand_in_advice_body__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__stand_in_advice_body__descriptor =
 {
@@ -1778,7 +1791,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__stand_in_advice_body__descrip
   "Tokenet__Tsp__V1__StandInAdviceBody",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__StandInAdviceBody),
-  12,
+  13,
   tokenet__tsp__v1__stand_in_advice_body__field_descriptors,
   tokenet__tsp__v1__stand_in_advice_body__field_indices_by_name,
   1,  tokenet__tsp__v1__stand_in_advice_body__number_ranges,

@@ -381,6 +381,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.StandInAdviceBody.decision": "APPROVED (the token is ACTIVE) or DECLINED (the wallet got no token).",
         "tokenet.tsp.v1.StandInAdviceBody.encrypted_card_data": "The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest, with\nits cvv2 when the wallet gave one: the stand-in cannot check the code (nor the expiry), and the issuer does when\nthe advice arrives, deleting a token approved from details the card does not have. The TSP cannot read it back.",
         "tokenet.tsp.v1.StandInAdviceBody.masked_pan": "The card number masked down to its last four digits.",
+        "tokenet.tsp.v1.StandInAdviceBody.payment_account_reference": "The card's Payment Account Reference (DigitizeResponse.payment_account_reference); empty from a TSP that does\nnot send it.",
         "tokenet.tsp.v1.StandInAdviceBody.token_requestor_id": "As in tokenet.issuer.v1.AuthorizeDigitizationRequest.",
         "tokenet.tsp.v1.SubmitOtpResponse.state_version": "The version of token_state (DigitizeResponse.state_version).",
         "tokenet.tsp.v1.SubmitOtpResponse.tries_left": "INCORRECT_CODE: how many more codes may be tried.",

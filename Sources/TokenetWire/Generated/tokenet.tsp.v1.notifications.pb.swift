@@ -582,6 +582,10 @@ extension TspV1 {
 
         public var tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
 
+        /// The card's Payment Account Reference (DigitizeResponse.payment_account_reference); empty from a TSP that does
+        /// not send it.
+        public var paymentAccountReference: String = ""
+
         public init() {}
 
         public init(
@@ -596,7 +600,8 @@ extension TspV1 {
             walletAccountID: String = "",
             decidedAtMs: UInt64 = 0,
             tokenRequestorID: String = "",
-            tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0)
+            tokenType: CardV1.TokenType = CardV1.TokenType(rawValue: 0),
+            paymentAccountReference: String = ""
         ) {
             self.decision = decision
             self.reason = reason
@@ -610,6 +615,7 @@ extension TspV1 {
             self.decidedAtMs = decidedAtMs
             self.tokenRequestorID = tokenRequestorID
             self.tokenType = tokenType
+            self.paymentAccountReference = paymentAccountReference
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -625,6 +631,7 @@ extension TspV1 {
             self.decidedAtMs = try reader.read(10)
             self.tokenRequestorID = try reader.read(11)
             self.tokenType = try reader.read(12)
+            self.paymentAccountReference = try reader.read(13)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -640,6 +647,7 @@ extension TspV1 {
             try writer.write(10, decidedAtMs)
             try writer.write(11, tokenRequestorID)
             try writer.write(12, tokenType)
+            try writer.write(13, paymentAccountReference)
         }
     }
 }

@@ -2109,6 +2109,7 @@ extension TspV1.StandInAdviceBody {
         base.decidedAtMs = 18446744073709551605
         base.tokenRequestorID = "token_requestor_id-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenType = CardV1.TokenType(rawValue: 1)
+        base.paymentAccountReference = "payment_account_reference-13 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

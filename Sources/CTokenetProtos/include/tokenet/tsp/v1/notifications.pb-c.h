@@ -341,10 +341,15 @@ struct  Tokenet__Tsp__V1__StandInAdviceBody
    */
   char *token_requestor_id;
   Tokenet__Card__V1__TokenType token_type;
+  /*
+   * The card's Payment Account Reference (DigitizeResponse.payment_account_reference); empty from a TSP that does
+   * not send it.
+   */
+  char *payment_account_reference;
 };
 #define TOKENET__TSP__V1__STAND_IN_ADVICE_BODY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__stand_in_advice_body__descriptor) \
-    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED }
+    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_TYPE__TOKEN_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__AcknowledgeRequest
