@@ -36,13 +36,10 @@ extension IssuerCardCareService {
                 .notFound,
                 "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards (tokenet issuer cards)")
         }
-        guard tokenChanges.begin(card.id) else {
-            throw RPCError(
-                .aborted,
-                "the tokens of card \(card.id) are being changed at the TSP (a block, an opening, or a pending change "
-                    + "made again); try again once that has finished")
-        }
-        defer { tokenChanges.end(card.id) }
+        // One making of a card's token change at a time. The card's own status is the issuer's and is recorded at
+        // once regardless: a stolen card waited for a retry held by a TSP that did not answer (up to 30 s).
+        let claimed = tokenChanges.begin(card.id)
+        defer { if claimed { tokenChanges.end(card.id) } }
         let log = logger.withTraceID(context.traceID)
         let reason = request.reasonCode.isEmpty ? Self.openedReason : request.reasonCode
         let nowMs = UInt64(max(0, now().timeIntervalSince1970 * 1000))
@@ -68,6 +65,15 @@ extension IssuerCardCareService {
             cardID: card.id, blocked: request.blocked, blockedReason: request.blocked ? reason : "",
             changed: changed)
         guard let pending else { return response }
+        guard claimed else {
+            // Another making of the card's change is under way: this one, recorded, is made after it
+            // (`retryPendingTokenChanges`), so the newer change is the last to reach the TSP.
+            log.info(
+                "the card's token change waits for the one under way", ["card": card.id, "action": pending.actionName])
+            pendingTokenChangesLeft.streamOpened()
+            response.tokensPending = true
+            return response
+        }
         // Whatever ends this call (the TSP's failure, the operator's deadline cancelling it), a change left pending
         // is made again on the node's own schedule, not only when its stream to the TSP next opens.
         var settled = false
@@ -80,8 +86,9 @@ extension IssuerCardCareService {
             throw RPCError(
                 error.code,
                 "card \(card.id) is \(request.blocked ? "blocked (\(reason))" : "open"), and the change of its tokens "
-                    + "(\(pending.actionName)) is pending: \(error.message). The issuer makes it when its stream to "
-                    + "the TSP opens again, or now with tokenet issuer sync",
+                    + "(\(pending.actionName)) is pending: \(error.message). The issuer node makes it again on its own "
+                    + "(1, 5 and 30 s later, then every minute, and when its stream to the TSP opens), or now with "
+                    + "tokenet issuer sync",
                 cause: error)
         }
         response.results = applied.results

@@ -170,8 +170,9 @@ import TokenetWire
     }
 
     /// One change of a card's tokens at a time: the making again of a pending change waits for the operator's block
-    /// or opening of the card under way (which makes or replaces it), and the operator is asked to try again while
-    /// a pending change is being made, so an older change never reaches the TSP after a newer one.
+    /// or opening of the card under way (which makes or replaces it); an operator's block or opening while a
+    /// pending change is being made is recorded at once, and its own change is made after that one, so an older
+    /// change never reaches the TSP after a newer one.
     @Test func oneChangeOfACardsTokensAtATime() async throws {
         try token("DNILIVE5")
         tsp.state.withLock { $0.failingChangeCalls[1] = RPCError(.unavailable, "the TSP is restarting") }
@@ -182,17 +183,20 @@ import TokenetWire
         let held = try await check()
         #expect(held.tokenChangesSettled == 0 && held.tokenChangesPending == 1)
         #expect(tsp.state.withLock { $0.changeCalls } == 1)
-        let refused = await Support.rpcError {
-            _ = try await care.setCardStatus(.init(cardID: card, blocked: false, tokens: .keep))
-        }
-        #expect(refused?.code == .aborted)
-        #expect(refused?.message.hasPrefix("the tokens of card \(card) are being changed at the TSP") == true)
-        #expect(try party.store.card(id: card)?.blockedReason == "STOLEN")
+        // Blocked again for fraud, deleting its tokens, while the suspension is being made: the block stands at once,
+        // and its change waits, sent to the TSP by nobody until the one under way ends.
+        let waiting = try await care.setCardStatus(
+            .init(cardID: card, blocked: true, reasonCode: "FRAUD", tokens: .delete))
+        #expect(waiting.blocked && waiting.changed && waiting.tokensPending && waiting.results.isEmpty)
+        #expect(try party.store.card(id: card)?.blockedReason == "FRAUD")
+        #expect(try pending()?.action == .delete)
+        #expect(tsp.state.withLock { $0.changeCalls } == 1)
         party.cardCare.tokenChanges.end(card)
 
         let made = try await check()
         #expect(made.tokenChangesSettled == 1)
-        #expect(sent().map(\.0) == [.suspend])
+        #expect(sent().map(\.0) == [.delete] && sent().first?.2 == "FRAUD")
+        #expect(try pending() == nil)
     }
 
     /// A change listed before another card's was made, and made or replaced meanwhile by a newer block or opening of
@@ -216,17 +220,20 @@ import TokenetWire
         let settling = Task { try await check() }
         try await gate.arrived(1)
         // While the first card's change is with the TSP: the other card is opened, its tokens kept as they are,
-        // and the first card, whose change is under way, cannot be changed meanwhile.
+        // and the first card, whose change is under way, is opened too, its resume to follow.
         let opened = try await care.setCardStatus(.init(cardID: other, blocked: false, tokens: .keep))
         #expect(!opened.blocked && !opened.tokensPending)
-        let busy = await Support.rpcError {
-            _ = try await care.setCardStatus(.init(cardID: card, blocked: false, tokens: .resume))
-        }
-        #expect(busy?.code == .aborted)
+        let reopened = try await care.setCardStatus(.init(cardID: card, blocked: false, tokens: .resume))
+        #expect(!reopened.blocked && reopened.tokensPending)
         gate.open()
         let summary = try await settling.value
         #expect(summary.tokenChangesSettled == 1 && summary.tokenChangesPending == 0)
         #expect(sent().map(\.0) == [.suspend] && sent().first?.1 == ["DNIFIRST1"], "\(sent())")
+        // The first card's resume, recorded while its suspension was under way, is made after it: the last to reach
+        // the TSP is the newest.
+        #expect(try party.store.pendingTokenChanges().map(\.cardID) == [card])
+        _ = try await check()
+        #expect(sent().map(\.0) == [.suspend, .resume], "\(sent())")
         #expect(try party.store.pendingTokenChanges().isEmpty)
     }
 
