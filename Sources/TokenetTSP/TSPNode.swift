@@ -95,6 +95,11 @@ public enum TSPNode {
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
             if let change = store.schemaChange { logger.info(change.message, change.fields(path: store.database.path)) }
+            if store.paymentAccountReferencesGiven > 0 {
+                logger.info(
+                    "tokens made before PARs were kept were given their cards' PARs",
+                    ["tokens": "\(store.paymentAccountReferencesGiven)"])
+            }
             let kept = try store.keepUnconfirmedOTPCodes()
             if kept > 0 {
                 logger.info(

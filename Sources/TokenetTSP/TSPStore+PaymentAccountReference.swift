@@ -4,24 +4,53 @@ import TokenetStorage
 /// Payment Account References (EMVCo PAR): one per card account, shared by every token of the card in every wallet,
 /// so that a wallet, an issuer or a merchant can link them without the card number.
 ///
-/// A card's PAR is the one its tokens already carry (found as the same-card rules find a card: candidates by last
-/// four digits, their sealed numbers opened and compared; no digest of a number is stored), or a new one. A renewal
-/// moves the tokens onto the new number with their PAR, so a token made later from the new number gets the same
-/// PAR: as the BIN controller links an account's numbers, the PAR outlives the number.
+/// The TSP keeps the account's numbers beside its PAR (`par_numbers`, each number sealed to the PAR it belongs to),
+/// as a BIN controller does: a number seen once keeps its PAR after its tokens are deleted or moved onto a renewed
+/// number, and a renewal adds the new number to the same PAR. A number is found as the same-card rules find a card
+/// (candidates by last four digits, their sealed numbers opened and compared): no digest of a number is stored.
+/// Matching only the tokens' numbers split an account in two when a digitization of the old number came between a
+/// renewal the TSP applied and the issuer's learning of it (the issuer still held the old number).
 extension TSPStore {
-    /// The PAR of card `pan`: the one a token of it carries, or a new one for `scheme`.
+    /// The PAR of card `pan`: the one its number was given before, or a new one for `scheme`, recorded.
     func paymentAccountReference(for pan: PAN, scheme: CardScheme, in tx: Transaction) throws -> String {
-        let rows = try tx.query(
-            """
-            SELECT digital_card_id, funding_pan, par FROM tokens
-            WHERE pan_last4 = ? AND par IS NOT NULL ORDER BY created_at_ms, rowid
-            """, [pan.last4])
-        // A row whose number cannot be opened (damaged) is no match: it must not stop every card sharing its last
-        // four digits from being digitized.
-        for row in rows where (try? vault.openPAN(try row.get(1), recordID: try row.text(0))) == pan {
-            return try row.text(2)
+        try Self.paymentAccountReference(for: pan, scheme: scheme, vault: vault, in: tx)
+    }
+
+    static func paymentAccountReference(for pan: PAN, scheme: CardScheme, vault: DataVault, in tx: Transaction) throws
+        -> String
+    {
+        if let known = try knownPaymentAccountReference(of: pan, vault: vault, in: tx) { return known }
+        let par = PaymentAccountReference.new(for: scheme)
+        try recordNumber(pan, of: par, vault: vault, in: tx)
+        return par
+    }
+
+    /// The PAR number `pan` was given, if any.
+    func knownPaymentAccountReference(of pan: PAN, in tx: Transaction) throws -> String? {
+        try Self.knownPaymentAccountReference(of: pan, vault: vault, in: tx)
+    }
+
+    static func knownPaymentAccountReference(of pan: PAN, vault: DataVault, in tx: Transaction) throws -> String? {
+        let rows = try tx.query("SELECT par, pan_sealed FROM par_numbers WHERE pan_last4 = ?", [pan.last4])
+        // A row that cannot be opened (damaged) is no match: it must not stop every card sharing its last four
+        // digits from being digitized.
+        for row in rows {
+            let par = try row.text(0)
+            if (try? vault.openPAN(try row.get(1), recordID: "par:\(par)")) == pan { return par }
         }
-        return PaymentAccountReference.new(for: scheme)
+        return nil
+    }
+
+    /// Records `pan` as a number of the account `par` (a renewal's new number), unless it has a PAR already.
+    func recordNumber(_ pan: PAN, of par: String, in tx: Transaction) throws {
+        try Self.recordNumber(pan, of: par, vault: vault, in: tx)
+    }
+
+    static func recordNumber(_ pan: PAN, of par: String, vault: DataVault, in tx: Transaction) throws {
+        guard try knownPaymentAccountReference(of: pan, vault: vault, in: tx) == nil else { return }
+        _ = try tx.execute(
+            "INSERT INTO par_numbers (par, pan_last4, pan_sealed) VALUES (?, ?, ?)",
+            [par, pan.last4, try vault.seal(pan, recordID: "par:\(par)")])
     }
 
     /// Gives the tokens made before PARs were kept theirs, oldest first, so that a card's tokens share one; at each
@@ -30,6 +59,10 @@ extension TSPStore {
     /// many it gave.
     @discardableResult
     func assignMissingPaymentAccountReferences() throws -> Int {
+        try Self.assignMissingPaymentAccountReferences(in: database, vault: vault)
+    }
+
+    static func assignMissingPaymentAccountReferences(in database: Database, vault: DataVault) throws -> Int {
         try database.transaction { tx in
             let rows = try tx.query(
                 """
@@ -41,7 +74,7 @@ extension TSPStore {
                 let id = try row.text(0)
                 guard let pan = try? vault.openPAN(try row.get(1), recordID: id) else { continue }
                 let par = try paymentAccountReference(
-                    for: pan, scheme: CardScheme(rawValue: try row.text(2)) ?? .other, in: tx)
+                    for: pan, scheme: CardScheme(rawValue: try row.text(2)) ?? .other, vault: vault, in: tx)
                 _ = try tx.execute("UPDATE tokens SET par = ? WHERE digital_card_id = ?", [par, id])
                 given += 1
             }
@@ -49,7 +82,16 @@ extension TSPStore {
         }
     }
 
-    /// Schema 28: each token's PAR.
+    /// Schema 28: each token's PAR, and each account's numbers.
     static let paymentAccountReferenceMigration = Migration(
-        version: 28, name: "payment_account_reference", sql: "ALTER TABLE tokens ADD COLUMN par TEXT;")
+        version: 28, name: "payment_account_reference",
+        sql: """
+            ALTER TABLE tokens ADD COLUMN par TEXT;
+            CREATE TABLE par_numbers (
+                par TEXT NOT NULL,
+                pan_last4 TEXT NOT NULL,
+                pan_sealed BLOB NOT NULL
+            );
+            CREATE INDEX par_numbers_last4 ON par_numbers(pan_last4);
+            """)
 }

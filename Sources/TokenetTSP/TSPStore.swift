@@ -23,12 +23,14 @@ final class TSPStore: Sendable {
     let vault: DataVault
     /// What opening the database did to its schema (nil: it was up to date), for the node's log.
     let schemaChange: SchemaChange?
+    /// How many tokens made before PARs were kept were given theirs at this opening, for the node's log.
+    let paymentAccountReferencesGiven: Int
 
     init(database: Database, vault: DataVault) throws {
         self.database = database
         self.vault = vault
         schemaChange = SchemaChange(applied: try Migrator(Self.migrations).migrate(database), among: Self.migrations)
-        try assignMissingPaymentAccountReferences()
+        paymentAccountReferencesGiven = try Self.assignMissingPaymentAccountReferences(in: database, vault: vault)
     }
 
     /// Refuses the database at `path` when it is not a TSP's (`Migrator.checkOwnership`), changing nothing; a path

@@ -54,7 +54,9 @@ import TokenetWire
         let mastercard = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
         let path = tsp.directory + "/tsp.sqlite"
         let database = try Database.open(path: path)
+        // As a database from before PARs were kept holds them: no token's, and no account's numbers.
         #expect(try database.execute("UPDATE tokens SET par = NULL").changes == 3)
+        _ = try database.execute("DELETE FROM par_numbers")
 
         let store = try TSPStore.open(path: path, key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
         let pars = try [first, second, mastercard].map {
@@ -64,6 +66,7 @@ import TokenetWire
         #expect(pars[0] == pars[1] && pars[2] != pars[0], "\(pars)")
         #expect(pars[0].hasPrefix("V001") && pars[2].hasPrefix("5001"))
         #expect(try store.assignMissingPaymentAccountReferences() == 0)
+        #expect(store.paymentAccountReferencesGiven == 3)
     }
 
     /// A token whose card number cannot be opened (a damaged row) is left without a PAR: the TSP still starts, and
@@ -76,6 +79,7 @@ import TokenetWire
         let path = tsp.directory + "/tsp.sqlite"
         let database = try Database.open(path: path)
         _ = try database.execute("UPDATE tokens SET par = NULL")
+        _ = try database.execute("DELETE FROM par_numbers")
         _ = try database.execute(
             "UPDATE tokens SET funding_pan = x'00' WHERE digital_card_id = ?", [mastercard.digitalCardID])
 
@@ -83,6 +87,30 @@ import TokenetWire
         let given = try #require(try store.token(visa.digitalCardID)?.paymentAccountReference)
         #expect(PaymentAccountReference.isWellFormed(given) && given.hasPrefix("V001"))
         #expect(try store.token(mastercard.digitalCardID)?.paymentAccountReference == nil)
+    }
+
+    /// The PAR outlives the number: a renewal the TSP applied adds the new number to the account, and a
+    /// digitization of the old number that came before the issuer learned of the renewal (its answer lost) gets the
+    /// account's PAR too, not a second one.
+    @Test func aRenewedAccountKeepsOnePARForItsOldAndNewNumbers() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let first = try await tsp.digitize(try await tsp.eligibleVisa())
+        let par = first.paymentAccountReference
+        let store = try TSPStore.open(
+            path: tsp.directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
+        let renewed = try PAN("4111111111111129")
+        let renewal = try store.renewFundingCard(
+            [first.digitalCardID], pan: renewed, expiry: nil, actor: "issuer:bank-a", traceID: "t", nowMs: 1,
+            authorize: { _ in }, check: { _ in })
+        #expect(renewal.value.results.map(\.statusCode) == [0])
+        // The old number, digitized again in another wallet: the account's PAR.
+        let other = TspV1.Provisioning.Client(TSPHarness.connect(tsp.router, as: LifecycleTests.wallet2))
+        let again = try await SameCardWalletsTests.digitize(tsp, through: other)
+        #expect(again.paymentAccountReference == par)
+        // The new number: the account's PAR as well.
+        let known = try store.database.transaction { tx in try store.knownPaymentAccountReference(of: renewed, in: tx) }
+        #expect(known == par)
     }
 
     @Test func theFormIsChecked() {
