@@ -39,7 +39,14 @@ extension IssuerCardCareService {
         // One making of a card's token change at a time. The card's own status is the issuer's and is recorded at
         // once regardless: a stolen card waited for a retry held by a TSP that did not answer (up to 30 s).
         let claimed = tokenChanges.begin(card.id)
-        defer { if claimed { tokenChanges.end(card.id) } }
+        defer {
+            if claimed {
+                tokenChanges.end(card.id)
+                // A change recorded while this call held the card (a newer block or opening, or this call's own
+                // that the TSP did not settle) is made now, not at the next of the retries' times.
+                if (try? store.pendingTokenChange(ofCard: card.id)) != nil { pendingTokenChangesLeft.streamOpened() }
+            }
+        }
         let log = logger.withTraceID(context.traceID)
         let reason = request.reasonCode.isEmpty ? Self.openedReason : request.reasonCode
         let nowMs = UInt64(max(0, now().timeIntervalSince1970 * 1000))
@@ -75,9 +82,8 @@ extension IssuerCardCareService {
             return response
         }
         // Whatever ends this call (the TSP's failure, the operator's deadline cancelling it), a change left pending
-        // is made again on the node's own schedule, not only when its stream to the TSP next opens.
-        var settled = false
-        defer { if !settled { pendingTokenChangesLeft.streamOpened() } }
+        // is made again on the node's own schedule (the claim's release above asks for it), not only when its
+        // stream to the TSP next opens.
         let applied: AppliedTokenChange
         do {
             // Ended a little before the operator's deadline, so that a TSP that does not answer is told as such.
@@ -95,7 +101,6 @@ extension IssuerCardCareService {
         response.deletedTokensSkipped = applied.deletedSkipped
         response.unknownTokensSkipped = applied.unknownSkipped
         response.tokensPending = !applied.settled
-        settled = applied.settled
         return response
     }
 
@@ -164,9 +169,10 @@ extension IssuerCardCareService {
             sleep: sleep,
             check: {
                 let left = try await FlowTrace.runAsNewFlow {
-                    try await settlePendingTokenChanges(log: logger, options: CallOptions(timeout: callWait)).pending
+                    try await settlePendingTokenChanges(log: logger, options: CallOptions(timeout: callWait))
                 }
-                if left > 0 { throw TokenChangesLeft(count: left) }
+                // A card another call holds is not counted: that call asks for its change when it ends.
+                if left.failed > 0 { throw TokenChangesLeft(count: left.failed) }
             },
             failed: { error, failuresBefore in
                 if failuresBefore == 0 {
@@ -184,16 +190,22 @@ extension IssuerCardCareService {
         var description: String { "\(count) card(s) still have a change of their tokens pending (issuer cards)" }
     }
 
-    /// Makes again every card's token change still pending (`PendingTokenChange`), oldest card id first, each call
-    /// within `options`; how many it settled and how many stay pending. A card whose change fails stays pending and
-    /// the next is tried.
-    func settlePendingTokenChanges(log: Logger, options: CallOptions) async throws -> (settled: Int, pending: Int) {
+    /// What one round of `settlePendingTokenChanges` did: changes settled, changes still pending (`failed` of them
+    /// because making them failed now, the others held by another call that makes or replaces them).
+    struct PendingTokenChangesRound: Equatable {
         var settled = 0
         var pending = 0
+        var failed = 0
+    }
+
+    /// Makes again every card's token change still pending (`PendingTokenChange`), oldest card id first, each call
+    /// within `options`. A card whose change fails stays pending and the next is tried.
+    func settlePendingTokenChanges(log: Logger, options: CallOptions) async throws -> PendingTokenChangesRound {
+        var round = PendingTokenChangesRound()
         for (cardID, _) in try store.pendingTokenChanges() {
             // The operator's own block or opening of the card is under way: it makes or replaces the change.
             guard tokenChanges.begin(cardID) else {
-                pending += 1
+                round.pending += 1
                 continue
             }
             defer { tokenChanges.end(cardID) }
@@ -203,7 +215,12 @@ extension IssuerCardCareService {
             let action = change.actionName
             do {
                 let applied = try await applyTokenChange(change, toCard: cardID, log: log, options: options)
-                if applied.settled { settled += 1 } else { pending += 1 }
+                if applied.settled {
+                    round.settled += 1
+                } else {
+                    round.pending += 1
+                    round.failed += 1
+                }
                 log.info(
                     applied.settled
                         ? "pending change of a card's tokens made" : "pending change of a card's tokens still pending",
@@ -213,16 +230,21 @@ extension IssuerCardCareService {
                         "refused": "\(applied.results.filter { $0.statusCode != 0 }.count)",
                     ])
             } catch {
-                pending += 1
+                round.pending += 1
+                round.failed += 1
+                // A block or opening recorded while this one was being made replaced it: that one is pending now.
+                let replaced = (try? store.pendingTokenChange(ofCard: cardID)) != change
                 log.warning(
-                    "pending change of a card's tokens could not be made; it stays pending",
+                    replaced
+                        ? "pending change of a card's tokens could not be made; a newer change of the card replaced it"
+                        : "pending change of a card's tokens could not be made; it stays pending",
                     [
                         "card": cardID, "action": action, "reason": change.reasonCode,
                         "error": (error as? RPCError)?.message ?? "\(error)",
                     ])
             }
         }
-        return (settled, pending)
+        return round
     }
 
     /// The reason a card's tokens are resumed with when it is opened without one.

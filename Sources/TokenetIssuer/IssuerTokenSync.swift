@@ -61,11 +61,7 @@ struct IssuerTokenSync: Sendable {
                     }
                 }
             },
-            check: {
-                let summary = try await FlowTrace.runAsNewFlow { try await check() }
-                // Tried again on their own schedule (`retryPendingTokenChanges`), not by listing every token again.
-                if summary.tokenChangesPending > 0 { cardCare.pendingTokenChangesLeft.streamOpened() }
-            },
+            check: { _ = try await FlowTrace.runAsNewFlow { try await check() } },
             failed: { error, failuresBefore in
                 let rpc = error as? RPCError
                 let message = rpc?.message ?? "\(error)"
@@ -136,8 +132,11 @@ struct IssuerTokenSync: Sendable {
         }
         // The card blocks (or openings) whose token changes the TSP has not yet answered: a node stopped before it
         // answered, or a TSP out of reach, leaves them to be made now.
-        (summary.tokenChangesSettled, summary.tokenChangesPending) = try await cardCare.settlePendingTokenChanges(
-            log: logger, options: CallOptions(timeout: callTimeout))
+        let round = try await cardCare.settlePendingTokenChanges(log: logger, options: CallOptions(timeout: callTimeout))
+        (summary.tokenChangesSettled, summary.tokenChangesPending) = (round.settled, round.pending)
+        // Those left are tried again on their own schedule (`retryPendingTokenChanges`), not by listing every token
+        // again.
+        if round.pending > 0 { cardCare.pendingTokenChangesLeft.streamOpened() }
         logger.info(
             "the issuer's tokens checked with the TSP",
             [

@@ -213,8 +213,9 @@ extension IssuerCommand {
                         + (response.results.isEmpty ? "" : "\n" + PartyText.tokenResults(response.results))
                         + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
                         + (response.tokensPending
-                            ? "\nThe change of some tokens is pending: the TSP did not settle it. The issuer makes it "
-                                + "again when its stream to the TSP opens, or now with tokenet issuer sync." : "")
+                            ? "\nThe change of some tokens is pending: the TSP did not settle it. The issuer node makes it "
+                                + "again on its own (1, 5 and 30 s later, then every minute, and when its stream to the "
+                                + "TSP opens), or now with tokenet issuer sync." : "")
                         + "\n(trace \(traceID))"
                 },
                 exitStatus: { response in

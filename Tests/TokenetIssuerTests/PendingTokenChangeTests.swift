@@ -264,4 +264,31 @@ import TokenetWire
         #expect(
             sink.lines.contains { $0.contains("changes of cards' tokens are still pending at the TSP; trying again") })
     }
+
+    /// A block recorded while an operator's own opening or block of the card is with the TSP is made as soon as that
+    /// call ends, not at the next of the retries' times.
+    @Test func aChangeWaitingForAnOperatorsCallIsMadeWhenItEnds() async throws {
+        try token("DNIWAIT1")
+        let waits = Mutex<[UInt64]>([])
+        let cardCare = party.cardCare
+        let retrying = Task {
+            await cardCare.retryPendingTokenChanges(sleep: { wait in waits.withLock { $0.append(wait) } })
+        }
+        defer { retrying.cancel() }
+        let gate = Gate()
+        tsp.state.withLock { $0.holdNextChange = gate }
+        let first = Task { try await care.setCardStatus(.init(cardID: card, blocked: true, reasonCode: "LOST")) }
+        try await gate.arrived(1)
+        let second = try await care.setCardStatus(
+            .init(cardID: card, blocked: true, reasonCode: "STOLEN", tokens: .delete))
+        #expect(try second.tokensPending && pending()?.action == .delete)
+        gate.open()
+        #expect(try await first.value.results.map(\.tokenState) == [.suspended])
+        let deadline = ContinuousClock.now + .seconds(120)
+        while try pending() != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try pending() == nil)
+        #expect(sent().map(\.0) == [.suspend, .delete] && sent().last?.2 == "STOLEN", "\(sent())")
+        // Made when the first call ended: no retry waited for.
+        #expect(waits.withLock { $0 }.isEmpty)
+    }
 }
