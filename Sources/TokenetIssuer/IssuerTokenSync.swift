@@ -132,7 +132,8 @@ struct IssuerTokenSync: Sendable {
         }
         // The card blocks (or openings) whose token changes the TSP has not yet answered: a node stopped before it
         // answered, or a TSP out of reach, leaves them to be made now.
-        let round = try await cardCare.settlePendingTokenChanges(log: logger, options: CallOptions(timeout: callTimeout))
+        let round = try await cardCare.settlePendingTokenChanges(
+            log: logger, options: CallOptions(timeout: callTimeout))
         (summary.tokenChangesSettled, summary.tokenChangesPending) = (round.settled, round.pending)
         // Those left are tried again on their own schedule (`retryPendingTokenChanges`), not by listing every token
         // again.
