@@ -444,7 +444,7 @@ extension TSPStore {
                         WHERE digital_card_id = ?
                         """, [try vault.seal(pan, recordID: id), pan.last4, expiry?.description, Int64(nowMs), id])
                     // The renewed number joins the account's PAR: a token made from it later gets the same one.
-                    if let par = token.paymentAccountReference { try recordNumber(pan, of: par, in: tx) }
+                    if let par = token.paymentAccountReference { try bindNumber(pan, to: par, in: tx) }
                     try recordEvent(
                         tx, token: id, from: token.state, to: token.state, actor: actor,
                         reason: Self.renewalReason + "funding card now ends in \(pan.last4)", traceID: traceID,

@@ -46,6 +46,22 @@ extension TSPStore {
         try Self.recordNumber(pan, of: par, vault: vault, in: tx)
     }
 
+    /// Makes `pan` a number of the account `par` (a renewal's new number), taking it from the account that had it
+    /// before, if any: the issuer gave the number to this card, and a token made of it later belongs here. Kept with
+    /// its old account, a number an issuer reused joined the renewed card's tokens under two PARs, and two
+    /// cardholders' accounts under one.
+    func bindNumber(_ pan: PAN, to par: String, in tx: Transaction) throws {
+        let rows = try tx.query(
+            "SELECT rowid, par, pan_sealed FROM par_numbers WHERE pan_last4 = ?", [pan.last4])
+        for row in rows {
+            let held = try row.text(1)
+            guard (try? vault.openPAN(try row.get(2), recordID: "par:\(held)")) == pan else { continue }
+            if held == par { return }
+            _ = try tx.execute("DELETE FROM par_numbers WHERE rowid = ?", [try row.int64(0)])
+        }
+        try Self.recordNumber(pan, of: par, vault: vault, in: tx)
+    }
+
     static func recordNumber(_ pan: PAN, of par: String, vault: DataVault, in tx: Transaction) throws {
         guard try knownPaymentAccountReference(of: pan, vault: vault, in: tx) == nil else { return }
         _ = try tx.execute(

@@ -113,6 +113,27 @@ import TokenetWire
         #expect(known == par)
     }
 
+    /// A number the issuer reuses for another card, by renewing that card to it, belongs to that card's account from
+    /// then on: a token made of it later gets the renewed card's PAR, not the PAR of the account that had it before.
+    @Test func aNumberARenewalReusesJoinsTheRenewedAccount() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        // The Visa number's token in another wallet, so that renewing onto it is no conflict in the first wallet.
+        let other = TspV1.Provisioning.Client(TSPHarness.connect(tsp.router, as: LifecycleTests.wallet2))
+        let visa = try await SameCardWalletsTests.digitize(tsp, through: other)
+        let mastercard = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
+        let store = try TSPStore.open(
+            path: tsp.directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
+        // The Mastercard account is renewed to a number the Visa account's token held: the test's reuse of one.
+        let reused = try PAN(TSPHarness.visa)
+        let renewal = try store.renewFundingCard(
+            [mastercard.digitalCardID], pan: reused, expiry: nil, actor: "issuer:bank-a", traceID: "t", nowMs: 1,
+            authorize: { _ in }, check: { _ in })
+        #expect(renewal.value.results.map(\.statusCode) == [0], "\(renewal.value.results)")
+        let known = try store.database.transaction { tx in try store.knownPaymentAccountReference(of: reused, in: tx) }
+        #expect(known == mastercard.paymentAccountReference && known != visa.paymentAccountReference)
+    }
+
     @Test func theFormIsChecked() {
         #expect(PaymentAccountReference.isWellFormed("V0010013816180398947791728161"))
         #expect(!PaymentAccountReference.isWellFormed("V001001381618039894779172816"))  // 28
