@@ -21,7 +21,7 @@ extension TSPStore {
     {
         if let known = try knownPaymentAccountReference(of: pan, vault: vault, in: tx) { return known }
         let par = PaymentAccountReference.new(for: scheme)
-        try recordNumber(pan, of: par, vault: vault, in: tx)
+        try insertNumber(pan, of: par, vault: vault, in: tx)
         return par
     }
 
@@ -31,19 +31,20 @@ extension TSPStore {
     }
 
     static func knownPaymentAccountReference(of pan: PAN, vault: DataVault, in tx: Transaction) throws -> String? {
-        let rows = try tx.query("SELECT par, pan_sealed FROM par_numbers WHERE pan_last4 = ?", [pan.last4])
-        // A row that cannot be opened (damaged) is no match: it must not stop every card sharing its last four
-        // digits from being digitized.
-        for row in rows {
-            let par = try row.text(0)
-            if (try? vault.openPAN(try row.get(1), recordID: "par:\(par)")) == pan { return par }
-        }
-        return nil
+        try rows(holding: pan, vault: vault, in: tx).first?.par
     }
 
-    /// Records `pan` as a number of the account `par` (a renewal's new number), unless it has a PAR already.
-    func recordNumber(_ pan: PAN, of par: String, in tx: Transaction) throws {
-        try Self.recordNumber(pan, of: par, vault: vault, in: tx)
+    /// The `par_numbers` rows that hold `pan`. A row that cannot be opened (damaged) is no match: it must not stop
+    /// every card sharing its last four digits from being digitized.
+    private static func rows(holding pan: PAN, vault: DataVault, in tx: Transaction) throws
+        -> [(rowID: Int64, par: String)]
+    {
+        try tx.query("SELECT rowid, par, pan_sealed FROM par_numbers WHERE pan_last4 = ?", [pan.last4]).compactMap {
+            row in
+            let par = try row.text(1)
+            guard (try? vault.openPAN(try row.get(2), recordID: "par:\(par)")) == pan else { return nil }
+            return (try row.int64(0), par)
+        }
     }
 
     /// Makes `pan` a number of the account `par` (a renewal's new number), taking it from the account that had it
@@ -51,19 +52,14 @@ extension TSPStore {
     /// its old account, a number an issuer reused joined the renewed card's tokens under two PARs, and two
     /// cardholders' accounts under one.
     func bindNumber(_ pan: PAN, to par: String, in tx: Transaction) throws {
-        let rows = try tx.query(
-            "SELECT rowid, par, pan_sealed FROM par_numbers WHERE pan_last4 = ?", [pan.last4])
-        for row in rows {
-            let held = try row.text(1)
-            guard (try? vault.openPAN(try row.get(2), recordID: "par:\(held)")) == pan else { continue }
-            if held == par { return }
-            _ = try tx.execute("DELETE FROM par_numbers WHERE rowid = ?", [try row.int64(0)])
-        }
-        try Self.recordNumber(pan, of: par, vault: vault, in: tx)
+        let held = try Self.rows(holding: pan, vault: vault, in: tx)
+        if held.contains(where: { $0.par == par }) { return }
+        for row in held { _ = try tx.execute("DELETE FROM par_numbers WHERE rowid = ?", [row.rowID]) }
+        try Self.insertNumber(pan, of: par, vault: vault, in: tx)
     }
 
-    static func recordNumber(_ pan: PAN, of par: String, vault: DataVault, in tx: Transaction) throws {
-        guard try knownPaymentAccountReference(of: pan, vault: vault, in: tx) == nil else { return }
+    /// Records `pan`, which has no PAR yet, as a number of the account `par`.
+    private static func insertNumber(_ pan: PAN, of par: String, vault: DataVault, in tx: Transaction) throws {
         _ = try tx.execute(
             "INSERT INTO par_numbers (par, pan_last4, pan_sealed) VALUES (?, ?, ?)",
             [par, pan.last4, try vault.seal(pan, recordID: "par:\(par)")])
